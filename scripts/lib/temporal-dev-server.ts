@@ -1,0 +1,148 @@
+/**
+ * Owns running a Temporal dev server (`temporal server start-dev`) as a child process on
+ * given ports with a SQLite file, and registering our custom search attributes on any
+ * Temporal server (the dev server gets them as flags; an external one through the
+ * operator service).
+ */
+import { spawn } from 'node:child_process';
+import { Connection, isGrpcServiceError } from '@temporalio/client';
+import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
+import { SEARCH_ATTRIBUTES, searchAttributeCliArgs } from '../../temporal/shared';
+
+export interface DevServerOptions {
+  /** Path of the `temporal` CLI (see findOrInstallTemporalCli). */
+  executable: string;
+  /** SQLite file; executions survive restarts that reuse it. */
+  dbFile: string;
+  port: number;
+  /** Web UI port; omitted = no UI (`--headless`). */
+  uiPort?: number;
+  namespace: string;
+  ip?: string;
+  /** How long to wait for the server to answer; default 60 s. */
+  startTimeoutMs?: number;
+  log?: (msg: string) => void;
+}
+
+export interface DevServer {
+  /** host:port of the gRPC frontend. */
+  address: string;
+  /** SIGTERM, then SIGKILL if it has not exited after `timeoutMs` (default 10 s). */
+  stop(timeoutMs?: number): Promise<void>;
+}
+
+const GRPC_ALREADY_EXISTS = 6;
+
+type IndexedValueType = NonNullable<ReturnType<typeof encodeSearchAttributeIndexedValueType>>;
+
+export async function startTemporalDevServer(opts: DevServerOptions): Promise<DevServer> {
+  const log = opts.log ?? (() => undefined);
+  const ip = opts.ip ?? '127.0.0.1';
+  const address = `${ip}:${opts.port}`;
+  const args = [
+    'server', 'start-dev',
+    '--db-filename', opts.dbFile,
+    '--ip', ip,
+    '--port', String(opts.port),
+    ...(opts.uiPort === undefined ? ['--headless'] : ['--ui-port', String(opts.uiPort)]),
+    '--namespace', opts.namespace,
+    ...searchAttributeCliArgs(),
+    // The dev server's SQLite store has one connection; WAL + no fsync keeps it fast
+    // enough locally (durability across machine crashes does not matter here).
+    '--sqlite-pragma', 'journal_mode=WAL',
+    '--sqlite-pragma', 'synchronous=OFF',
+    '--log-level', 'warn',
+  ];
+  log(`starting ${opts.executable} ${args.join(' ')}`);
+  const child = spawn(opts.executable, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+
+  // Keep the tail of the output: it is the only explanation when the server dies at start.
+  let output = '';
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-4000);
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let hasExited = false;
+  void exited.then(() => (hasExited = true));
+  const spawnError = new Promise<never>((_, reject) => child.once('error', reject));
+
+  const stop = async (timeoutMs = 10_000): Promise<void> => {
+    if (hasExited) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    try {
+      await exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  try {
+    await Promise.race([
+      spawnError,
+      exited.then((code) => {
+        throw new Error(`temporal dev server exited with ${String(code)} during start:\n${output}`);
+      }),
+      waitUntilServing(address, opts.namespace, opts.startTimeoutMs ?? 60_000, () => hasExited),
+    ]);
+  } catch (err) {
+    await stop(2_000);
+    throw err;
+  }
+  const started = `temporal dev server serving on ${address}`;
+  log(opts.uiPort === undefined ? started : `${started}, UI on http://${ip}:${opts.uiPort}`);
+  return { address, stop };
+}
+
+/** Polls until the frontend answers and the namespace exists (it is created at start). */
+async function waitUntilServing(address: string, namespace: string, timeoutMs: number, gaveUp: () => boolean) {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline && !gaveUp()) {
+    let connection: Connection | undefined;
+    try {
+      connection = await Connection.connect({ address, connectTimeout: 1_000 });
+      await connection.withDeadline(Date.now() + 2_000, () =>
+        connection!.workflowService.describeNamespace({ namespace }),
+      );
+      return;
+    } catch (err) {
+      lastError = err;
+      await new Promise((r) => setTimeout(r, 200));
+    } finally {
+      await connection?.close();
+    }
+  }
+  throw new Error(`temporal dev server on ${address} did not answer within ${timeoutMs} ms: ${String(lastError)}`);
+}
+
+/**
+ * Registers every custom search attribute on `namespace` that is not there yet. For an
+ * external server (TEMPORAL_ADDRESS): the dev servers we start get them as flags. Throws if
+ * an attribute exists with another type, since workflows would then fail to start.
+ */
+export async function ensureSearchAttributes(target: Connection | string, namespace: string): Promise<void> {
+  const connection = typeof target === 'string' ? await Connection.connect({ address: target }) : target;
+  try {
+    const existing = await connection.operatorService.listSearchAttributes({ namespace });
+    const missing: Record<string, IndexedValueType> = {};
+    for (const key of SEARCH_ATTRIBUTES) {
+      const want = encodeSearchAttributeIndexedValueType(key.type);
+      if (want === undefined) throw new Error(`unknown search attribute type ${key.type}`);
+      const have = existing.customAttributes?.[key.name] ?? existing.systemAttributes?.[key.name];
+      if (have === undefined || have === null) missing[key.name] = want;
+      else if (have !== want) throw new Error(`search attribute ${key.name} exists with another type (${have})`);
+    }
+    if (Object.keys(missing).length === 0) return;
+    try {
+      await connection.operatorService.addSearchAttributes({ namespace, searchAttributes: missing });
+    } catch (err) {
+      // Another process (a second worker or API starting alongside) may have won the race.
+      if (!(isGrpcServiceError(err) && err.code === GRPC_ALREADY_EXISTS)) throw err;
+    }
+  } finally {
+    if (typeof target === 'string') await connection.close();
+  }
+}

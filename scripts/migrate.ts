@@ -1,0 +1,20 @@
+/** Creates the database if missing and applies the committed migrations. */
+import { loadConfig } from '../src/config';
+import { createOrm, ensureDatabase, migrate } from '../src/db/orm';
+
+async function main() {
+  const config = loadConfig();
+  await ensureDatabase(config.DATABASE_URL);
+  const orm = await createOrm(config.DATABASE_URL, 2);
+  try {
+    await migrate(orm);
+    process.stdout.write('Migrations applied.\n');
+  } finally {
+    await orm.close(true);
+  }
+}
+
+main().catch((err: Error) => {
+  process.stderr.write(`${err.stack ?? err.message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,131 @@
+/**
+ * Builds the Koa application from a `Services` bag without listening, so tests and the
+ * server share the same wiring. Order: request id + access log → error envelope → JSON
+ * body → ORM request context → routes → 404/405 fallbacks.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import Router from '@koa/router';
+import { RequestContext } from '@mikro-orm/core';
+import Koa, { type Context, type Next } from 'koa';
+import { HttpMethodEnum, koaBody } from 'koa-body';
+import { AppError } from './http/errors';
+import { errorEnvelope, notFoundFallback, requestContext } from './http/middleware';
+import { generateDocument, OpenAPIRegistry } from './http/openapi';
+import { type AnyRoute, mountRoutes } from './http/route';
+import { apiKeyRoutes } from './modules/api-keys/api-key.routes';
+import { workflowRoutes } from './modules/workflows/workflow.routes';
+import type { Services } from './services';
+import { isTemporalReachable } from './temporal-client';
+
+/** Every module's routes; a new module adds its factory here. */
+const ROUTE_FACTORIES: Array<(s: Services) => AnyRoute[]> = [apiKeyRoutes, workflowRoutes];
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+export interface AppOptions {
+  /** Extra routes outside /v1 that need the raw request (inbound webhooks, OAuth). */
+  extraRouters?: Router[];
+}
+
+export function createApp(services: Services, options: AppOptions = {}) {
+  const app = new Koa({ proxy: true });
+  const registry = new OpenAPIRegistry();
+  const router = new Router();
+
+  router.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  router.get('/readyz', async (ctx) => {
+    const checks = await readinessChecks(services);
+    const ready = Object.values(checks).every((v) => v === 'ok');
+    ctx.status = ready ? 200 : 503;
+    ctx.body = { status: ready ? 'ok' : 'unavailable', checks };
+  });
+  router.get('/metrics', async (ctx) => {
+    ctx.type = services.metrics.registry.contentType;
+    ctx.body = await services.metrics.registry.metrics();
+  });
+
+  for (const factory of ROUTE_FACTORIES) mountRoutes(router, registry, services, factory(services));
+
+  const document = generateDocument(registry, services.config.BASE_URL);
+  router.get('/v1/openapi.json', (ctx) => {
+    ctx.body = document;
+  });
+  mountDocs(router);
+
+  app.use(requestContext(services.logger, services.metrics));
+  app.use(errorEnvelope(services.logger));
+  app.use(requireJsonBody);
+  app.use(
+    koaBody({
+      json: true,
+      urlencoded: false,
+      text: false,
+      multipart: false,
+      jsonLimit: MAX_BODY_BYTES,
+      jsonStrict: true,
+      includeUnparsed: true,
+      parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
+    }),
+  );
+  app.use((_ctx: Context, next: Next) => RequestContext.create(services.orm.em, next));
+  app.use(notFoundFallback);
+  for (const extra of options.extraRouters ?? []) app.use(extra.routes()).use(extra.allowedMethods());
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+  return { app, document };
+}
+
+/** Bodies are JSON only: anything else with content is 415 before it is read. */
+async function requireJsonBody(ctx: Context, next: Next) {
+  const hasBody = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
+  if (hasBody && !ctx.is('application/json', 'application/*+json') && !ctx.state.rawBodyAllowed) {
+    throw new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Request body must be application/json');
+  }
+  if (Number(ctx.get('content-length') || 0) > MAX_BODY_BYTES) {
+    throw new AppError(413, 'PAYLOAD_TOO_LARGE', 'Request body exceeds 1 MiB');
+  }
+  return next();
+}
+
+async function readinessChecks(s: Services): Promise<Record<string, 'ok' | 'unavailable'>> {
+  const within = <T>(p: Promise<T>, ms: number) =>
+    Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), ms).unref())]);
+  const [postgres, redis, temporal] = await Promise.all([
+    within(s.orm.em.getConnection().execute('select 1'), 2000).then(
+      () => true,
+      () => false,
+    ),
+    within(s.redis.ping(), 2000).then(
+      () => true,
+      () => false,
+    ),
+    isTemporalReachable(s.temporal.connection),
+  ]);
+  const state = (ok: boolean): 'ok' | 'unavailable' => (ok ? 'ok' : 'unavailable');
+  return { postgres: state(postgres), redis: state(redis), temporal: state(temporal) };
+}
+
+const SWAGGER_ASSETS = new Set(['swagger-ui.css', 'swagger-ui-bundle.js', 'swagger-ui-standalone-preset.js', 'favicon-32x32.png']);
+
+/** The API reference at /docs: Swagger UI from the swagger-ui-dist package, no CDN. */
+function mountDocs(router: Router) {
+  const assetDir = path.dirname(require.resolve('swagger-ui-dist/package.json'));
+  router.get('/docs', (ctx) => {
+    ctx.type = 'html';
+    ctx.body = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Workflow Automation API</title>
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css"><link rel="icon" href="/docs/assets/favicon-32x32.png"></head>
+<body><div id="swagger-ui"></div><script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script>window.ui = SwaggerUIBundle({ url: '/v1/openapi.json', dom_id: '#swagger-ui' });</script></body></html>`;
+  });
+  router.get('/docs/assets/:file', async (ctx) => {
+    const file = ctx.params.file ?? '';
+    if (!SWAGGER_ASSETS.has(file)) return;
+    ctx.type = path.extname(file);
+    ctx.set('Cache-Control', 'public, max-age=86400');
+    ctx.body = await readFile(path.join(assetDir, file));
+  });
+}

@@ -1,0 +1,6 @@
+/** Every entity schema the ORM knows; modules add theirs here. */
+import { ApiKeySchema } from '../modules/api-keys/api-key.entity';
+import { OrganizationSchema } from '../modules/organizations/organization.entity';
+import { WorkflowRevisionSchema, WorkflowSchema } from '../modules/workflows/workflow.entity';
+
+export const entities = [OrganizationSchema, ApiKeySchema, WorkflowSchema, WorkflowRevisionSchema];

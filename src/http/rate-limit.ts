@@ -1,0 +1,204 @@
+/**
+ * Owns rate limiting: fixed windows counted in Redis by one Lua script per request, so all
+ * the limits that apply to a request are checked and counted atomically in one round trip
+ * and every counter gets its expiry in the same script (no key lives forever).
+ *
+ * A request passes only if every applicable limit has room; a refused request counts
+ * against none. The headers describe the limit with the least room left.
+ *
+ * When Redis cannot be reached the limiter falls back to the same windows counted in this
+ * process's memory: limits keep holding per process, requests keep being served, and a
+ * warning is logged (at most once a minute). Redis holds nothing that cannot be lost.
+ */
+import type Redis from 'ioredis';
+import type { Logger } from 'pino';
+import type { Config } from '../config';
+import { AppError } from './errors';
+
+export const LIMIT_NAMES = [
+  'credential',
+  'inbound_webhook',
+  'resource_read',
+  'resource_write',
+  'resource_delete',
+  'execution_ops',
+  'analytics_realtime',
+  'analytics_historical',
+  'analytics_reports',
+  'analytics_export',
+] as const;
+export type LimitName = (typeof LIMIT_NAMES)[number];
+
+export interface LimitRule {
+  name: LimitName | string;
+  limit: number;
+  windowMs: number;
+}
+
+const HOUR = 3_600_000;
+const MINUTE = 60_000;
+
+export function limitRulesFromConfig(c: Config): Record<LimitName, LimitRule> {
+  return {
+    credential: { name: 'credential', limit: c.RATE_LIMIT_CREDENTIAL_PER_HOUR, windowMs: HOUR },
+    inbound_webhook: { name: 'inbound_webhook', limit: c.RATE_LIMIT_INBOUND_WEBHOOK_PER_MINUTE, windowMs: MINUTE },
+    resource_read: { name: 'resource_read', limit: c.RATE_LIMIT_RESOURCE_READ_PER_HOUR, windowMs: HOUR },
+    resource_write: { name: 'resource_write', limit: c.RATE_LIMIT_RESOURCE_WRITE_PER_HOUR, windowMs: HOUR },
+    resource_delete: { name: 'resource_delete', limit: c.RATE_LIMIT_RESOURCE_DELETE_PER_HOUR, windowMs: HOUR },
+    execution_ops: { name: 'execution_ops', limit: c.RATE_LIMIT_EXECUTION_OPS_PER_HOUR, windowMs: HOUR },
+    analytics_realtime: { name: 'analytics_realtime', limit: c.RATE_LIMIT_ANALYTICS_REALTIME_PER_HOUR, windowMs: HOUR },
+    analytics_historical: { name: 'analytics_historical', limit: c.RATE_LIMIT_ANALYTICS_HISTORICAL_PER_HOUR, windowMs: HOUR },
+    analytics_reports: { name: 'analytics_reports', limit: c.RATE_LIMIT_ANALYTICS_REPORTS_PER_HOUR, windowMs: HOUR },
+    analytics_export: { name: 'analytics_export', limit: c.RATE_LIMIT_ANALYTICS_EXPORT_PER_HOUR, windowMs: HOUR },
+  };
+}
+
+export interface LimitCheck {
+  rule: LimitRule;
+  /** Who is counted: a credential id, a trigger id, ... */
+  subject: string;
+}
+
+export interface RateLimitResult {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Unix seconds when the tightest window resets. */
+  resetAt: number;
+  retryAfterSeconds: number;
+}
+
+/**
+ * KEYS: one counter per limit. ARGV: window ms and limit per key, in key order.
+ * Returns {allowed (1|0), count1, pttl1, count2, pttl2, ...}.
+ */
+const SCRIPT = `
+local allowed = 1
+for i = 1, #KEYS do
+  local count = tonumber(redis.call('GET', KEYS[i]) or '0')
+  if count >= tonumber(ARGV[2 * i]) then allowed = 0 end
+end
+local out = { allowed }
+for i = 1, #KEYS do
+  local window = tonumber(ARGV[2 * i - 1])
+  local count
+  local ttl
+  if allowed == 1 then
+    count = redis.call('INCR', KEYS[i])
+    ttl = redis.call('PTTL', KEYS[i])
+    if ttl < 0 then
+      redis.call('PEXPIRE', KEYS[i], window)
+      ttl = window
+    end
+  else
+    count = tonumber(redis.call('GET', KEYS[i]) or '0')
+    ttl = redis.call('PTTL', KEYS[i])
+    if ttl < 0 then ttl = window end
+  end
+  out[#out + 1] = count
+  out[#out + 1] = ttl
+end
+return out
+`;
+
+interface Window {
+  count: number;
+  expiresAt: number;
+}
+
+export class RateLimiter {
+  private readonly memory = new Map<string, Window>();
+  private lastWarnAt = 0;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keyPrefix: string,
+    private readonly logger: Logger,
+  ) {}
+
+  async check(checks: LimitCheck[]): Promise<RateLimitResult> {
+    const keys = checks.map((c) => `${this.keyPrefix}rl:${c.rule.name}:${c.subject}`);
+    const now = Date.now();
+    let counts: Array<{ count: number; ttlMs: number }>;
+    let allowed: boolean;
+    try {
+      const args = checks.flatMap((c) => [c.rule.windowMs, c.rule.limit]);
+      const raw = (await this.redis.eval(SCRIPT, keys.length, ...keys, ...args)) as number[];
+      allowed = raw[0] === 1;
+      counts = checks.map((_, i) => ({ count: raw[1 + 2 * i] ?? 0, ttlMs: raw[2 + 2 * i] ?? 0 }));
+    } catch (err) {
+      this.warnFallback(err, now);
+      ({ allowed, counts } = this.checkInMemory(keys, checks, now));
+    }
+    return summarize(checks, counts, allowed, now);
+  }
+
+  private checkInMemory(keys: string[], checks: LimitCheck[], now: number) {
+    const windows = keys.map((key, i) => {
+      let w = this.memory.get(key);
+      if (!w || w.expiresAt <= now) {
+        w = { count: 0, expiresAt: now + checks[i]!.rule.windowMs };
+        this.memory.set(key, w);
+      }
+      return w;
+    });
+    const allowed = windows.every((w, i) => w.count < checks[i]!.rule.limit);
+    if (allowed) for (const w of windows) w.count += 1;
+    if (this.memory.size > 100_000) this.pruneMemory(now);
+    return { allowed, counts: windows.map((w) => ({ count: w.count, ttlMs: w.expiresAt - now })) };
+  }
+
+  private pruneMemory(now: number) {
+    for (const [k, w] of this.memory) if (w.expiresAt <= now) this.memory.delete(k);
+  }
+
+  private warnFallback(err: unknown, now: number) {
+    if (now - this.lastWarnAt < 60_000) return;
+    this.lastWarnAt = now;
+    this.logger.warn({ err: (err as Error).message }, 'Redis unavailable: rate limits are counted in process memory');
+  }
+}
+
+function summarize(
+  checks: LimitCheck[],
+  counts: Array<{ count: number; ttlMs: number }>,
+  allowed: boolean,
+  now: number,
+): RateLimitResult {
+  let tightest = 0;
+  let tightestRemaining = Infinity;
+  let longestBlockMs = 0;
+  checks.forEach((c, i) => {
+    const { count, ttlMs } = counts[i]!;
+    const remaining = Math.max(0, c.rule.limit - count);
+    if (remaining < tightestRemaining) {
+      tightestRemaining = remaining;
+      tightest = i;
+    }
+    if (count >= c.rule.limit) longestBlockMs = Math.max(longestBlockMs, ttlMs);
+  });
+  const rule = checks[tightest]!.rule;
+  const ttlMs = counts[tightest]!.ttlMs;
+  return {
+    allowed,
+    limit: rule.limit,
+    remaining: tightestRemaining,
+    resetAt: Math.ceil((now + ttlMs) / 1000),
+    retryAfterSeconds: Math.max(1, Math.ceil(longestBlockMs / 1000)),
+  };
+}
+
+export function rateLimitHeaders(r: RateLimitResult): Record<string, string> {
+  return {
+    'X-RateLimit-Limit': String(r.limit),
+    'X-RateLimit-Remaining': String(r.remaining),
+    'X-RateLimit-Reset': String(r.resetAt),
+  };
+}
+
+export function rateLimitExceeded(r: RateLimitResult): AppError {
+  return new AppError(429, 'RATE_LIMIT_EXCEEDED', `Rate limit exceeded; retry in ${r.retryAfterSeconds} s`, {
+    retryAfter: r.retryAfterSeconds,
+    headers: { 'Retry-After': String(r.retryAfterSeconds) },
+  });
+}

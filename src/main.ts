@@ -1,0 +1,75 @@
+/**
+ * Process entry point: `tsx src/main.ts [api|worker|all]` (default all). Loads the
+ * configuration, applies migrations, starts the API and/or the Temporal worker, and on
+ * SIGINT/SIGTERM stops accepting work, drains what is in flight and exits.
+ */
+import type { Server } from 'node:http';
+import { createApp } from './app';
+import { ConfigError, loadConfig } from './config';
+import { createOrm, ensureDatabase, migrate } from './db/orm';
+import { createLogger } from './logger';
+import { closeServices, createServices } from './services';
+import { createActivities } from '../temporal/activities';
+import { createWorker, runWorker, type RunningWorker } from '../temporal/worker';
+
+type Role = 'api' | 'worker' | 'all';
+
+async function main() {
+  const role = (process.argv[2] ?? 'all') as Role;
+  if (!['api', 'worker', 'all'].includes(role)) throw new ConfigError(`Unknown role "${role}": use api, worker or all`);
+  const config = loadConfig();
+  const logger = createLogger(config.LOG_LEVEL);
+
+  await ensureDatabase(config.DATABASE_URL);
+  const orm = await createOrm(config.DATABASE_URL, config.DATABASE_POOL_MAX);
+  await migrate(orm);
+  const services = await createServices(config, { logger, orm });
+
+  let server: Server | undefined;
+  if (role !== 'worker') {
+    const { app } = createApp(services);
+    server = app.listen(config.PORT, config.HOST);
+    await new Promise<void>((resolve) => server!.once('listening', resolve));
+    const address = server.address();
+    const port = typeof address === 'object' && address ? address.port : config.PORT;
+    logger.info({ port }, `API listening on http://localhost:${port} (docs: http://localhost:${port}/docs)`);
+  }
+
+  let worker: RunningWorker | undefined;
+  if (role !== 'api') {
+    worker = runWorker(
+      await createWorker({
+        address: config.TEMPORAL_ADDRESS_EFFECTIVE,
+        namespace: config.TEMPORAL_NAMESPACE,
+        taskQueue: config.TEMPORAL_TASK_QUEUE,
+        activities: createActivities({ services }),
+      }),
+    );
+    logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker running');
+    worker.done.catch((err: unknown) => {
+      logger.fatal({ err }, 'worker stopped with an error');
+      process.exit(1);
+    });
+  }
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: draining in-flight work');
+    await Promise.all([
+      server && new Promise<void>((resolve) => server!.close(() => resolve())),
+      worker?.shutdown(),
+    ]);
+    await closeServices(services);
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stop('SIGINT'));
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof ConfigError ? err.message : (err as Error).stack}\n`);
+  process.exit(1);
+});

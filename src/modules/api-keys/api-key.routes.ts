@@ -1,0 +1,141 @@
+/** `/v1/api-keys` (admin only) and `/v1/me`. */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { SCOPES } from '../../http/auth';
+import { MessageOut } from '../../http/openapi';
+import { paginate, PaginationOut, paginationQuery } from '../../http/pagination';
+import { type AnyRoute, defineRoute } from '../../http/route';
+import { z } from '../../http/zod';
+import type { Services } from '../../services';
+import { type ApiKey, PERMISSIONS } from './api-key.entity';
+import { ApiKeyService } from './api-key.service';
+
+const ApiKeyOut = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    permission: z.enum(PERMISSIONS),
+    prefix: z.string().openapi({ example: 'wfa_3xQb' }),
+    last_four: z.string(),
+    created_at: z.string(),
+    last_used_at: z.string().nullable(),
+  })
+  .openapi('ApiKey');
+
+const ApiKeyCreatedOut = ApiKeyOut.extend({
+  key: z.string().openapi({ description: 'The full key. Shown only in this response.' }),
+}).openapi('ApiKeyCreated');
+
+const ApiKeyIn = z
+  .strictObject({ name: z.string().trim().min(1).max(200), permission: z.enum(PERMISSIONS) })
+  .openapi('ApiKeyCreate');
+
+const KeyIdParams = z.object({ key_id: z.string().max(64) });
+
+const MeOut = z
+  .object({
+    credential_type: z.enum(['api_key']),
+    credential_id: z.string(),
+    name: z.string(),
+    organization_id: z.string(),
+    permission: z.enum(PERMISSIONS),
+    scopes: z.array(z.enum(SCOPES)),
+  })
+  .openapi('Me');
+
+const toApiKeyOut = (k: ApiKey): z.output<typeof ApiKeyOut> => ({
+  id: k.id,
+  name: k.name,
+  permission: k.permission,
+  prefix: k.prefix,
+  last_four: k.lastFour,
+  created_at: k.createdAt.toISOString(),
+  last_used_at: k.lastUsedAt?.toISOString() ?? null,
+});
+
+export function apiKeyRoutes(services: Services): AnyRoute[] {
+  const svc = () => new ApiKeyService(services.orm.em as EntityManager);
+  const tag = 'API keys';
+  const NOT_FOUND: [number, string] = [404, 'API_KEY_NOT_FOUND'];
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/v1/me',
+      operationId: 'getMe',
+      summary: 'Describe the credential used for this request',
+      tag: 'Authentication',
+      scope: 'workflows:read',
+      response: z.object({ data: MeOut }),
+      async handler({ credential: c }) {
+        return {
+          data: {
+            credential_type: c.type,
+            credential_id: c.id,
+            name: c.name,
+            organization_id: c.organizationId,
+            permission: c.permission,
+            scopes: SCOPES.filter((s) => c.scopes.has(s)),
+          },
+        };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/api-keys',
+      operationId: 'createApiKey',
+      summary: 'Create an API key; the key is returned only in this response',
+      tag,
+      scope: 'admin',
+      body: ApiKeyIn,
+      status: 201,
+      response: z.object({ data: ApiKeyCreatedOut }),
+      async handler({ body, credential }) {
+        const { apiKey, key } = await svc().create(credential.organizationId, body.name, body.permission);
+        return { data: { ...toApiKeyOut(apiKey), key } };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/api-keys',
+      operationId: 'listApiKeys',
+      summary: 'List the active API keys (never the keys themselves)',
+      tag,
+      scope: 'admin',
+      query: z.strictObject(paginationQuery),
+      response: z.object({ data: z.array(ApiKeyOut), pagination: PaginationOut }),
+      async handler({ query, credential }) {
+        const { items, total } = await svc().list(credential.organizationId, query);
+        return paginate(items.map(toApiKeyOut), query, total);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/api-keys/{key_id}',
+      operationId: 'getApiKey',
+      summary: 'Get an API key (never the key itself)',
+      tag,
+      scope: 'admin',
+      params: KeyIdParams,
+      response: z.object({ data: ApiKeyOut }),
+      errors: [NOT_FOUND],
+      async handler({ params, credential }) {
+        return { data: toApiKeyOut(await svc().get(credential.organizationId, params.key_id)) };
+      },
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/v1/api-keys/{key_id}',
+      operationId: 'revokeApiKey',
+      summary: 'Revoke an API key; it stops working within a second in every process',
+      tag,
+      scope: 'admin',
+      params: KeyIdParams,
+      response: MessageOut,
+      errors: [NOT_FOUND],
+      async handler({ params, credential }) {
+        const key = await svc().revoke(credential.organizationId, params.key_id);
+        services.authenticator.forget(key.keyHash);
+        return { message: `API key ${key.id} revoked` };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,155 @@
+/**
+ * Owns the workflow's In / Update / Out shapes and the configuration rules: the node types,
+ * what each needs, and the graph checks (unique ids, `next` names a node, no cycles).
+ * Shape problems are 400 INVALID_WORKFLOW_CONFIG; a node missing what its type needs is
+ * 422 INVALID_NODE_CONFIG, both with the dotted field path.
+ */
+import { paginationQuery } from '../../http/pagination';
+import type { IssueClassifier } from '../../http/validation';
+import { z } from '../../http/zod';
+import { WORKFLOW_STATUSES } from './workflow.entity';
+
+export const CHANNELS = ['whatsapp', 'instagram', 'voice'] as const;
+export type Channel = (typeof CHANNELS)[number];
+export const Channel = z.enum(CHANNELS).openapi('Channel');
+
+export const NAME_MAX = 200;
+export const DESCRIPTION_MAX = 2000;
+export const MAX_NODES = 100;
+
+const nodeId = z.string().min(1).max(64).regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, "_", "-" and "." only');
+const nodeBase = { id: nodeId, next: nodeId.optional() };
+
+export const MessageNode = z
+  .strictObject({ ...nodeBase, type: z.literal('message'), content: z.string().min(1).max(4096) })
+  .openapi('MessageNode');
+
+export const AiResponseNode = z
+  .strictObject({
+    ...nodeBase,
+    type: z.literal('ai_response'),
+    knowledge_base: z.string().min(1).max(64),
+    /** Below this confidence the node answers with `fallback` instead. */
+    confidence_threshold: z.number().min(0).max(1).optional(),
+    fallback: z.string().min(1).max(4096).optional(),
+  })
+  .openapi('AiResponseNode');
+
+export const FormField = z.strictObject({
+  name: z.string().min(1).max(64).regex(/^[A-Za-z0-9_]+$/, 'letters, digits and "_" only'),
+  type: z.enum(['text', 'email', 'number', 'phone']),
+  required: z.boolean().default(false),
+  label: z.string().min(1).max(500),
+});
+
+export const FormNode = z
+  .strictObject({
+    ...nodeBase,
+    type: z.literal('form'),
+    fields: z.array(FormField).min(1).max(50),
+    /** How long the form waits for each reply before the execution fails with `timeout`. */
+    timeout_seconds: z.number().int().min(10).max(7 * 24 * 3600).optional(),
+  })
+  .openapi('FormNode');
+
+export const WorkflowNode = z.discriminatedUnion('type', [MessageNode, AiResponseNode, FormNode]).openapi('WorkflowNode');
+export type WorkflowNode = z.output<typeof WorkflowNode>;
+
+export const WorkflowTrigger = z
+  .strictObject({ type: z.literal('keyword'), keywords: z.array(z.string().min(1).max(100)).min(1).max(50) })
+  .openapi('WorkflowTrigger');
+
+export const WorkflowConfiguration = z
+  .strictObject({
+    trigger: WorkflowTrigger.optional(),
+    nodes: z.array(WorkflowNode).min(1).max(MAX_NODES),
+  })
+  .superRefine((config, ctx) => {
+    const index = new Map<string, number>();
+    config.nodes.forEach((node, i) => {
+      if (index.has(node.id)) ctx.addIssue({ code: 'custom', path: ['nodes', i, 'id'], message: `duplicate node id "${node.id}"` });
+      else index.set(node.id, i);
+    });
+    config.nodes.forEach((node, i) => {
+      if (node.next !== undefined && !index.has(node.next)) {
+        ctx.addIssue({ code: 'custom', path: ['nodes', i, 'next'], message: `next names unknown node "${node.next}"` });
+      }
+    });
+    // Without branching nodes a cycle would never end: follow `next` from every node.
+    for (const [start, i] of index) {
+      const seen = new Set<string>([start]);
+      for (let cur = config.nodes[i]?.next; cur !== undefined; cur = config.nodes[index.get(cur) ?? -1]?.next) {
+        if (seen.has(cur)) {
+          ctx.addIssue({ code: 'custom', path: ['nodes', i, 'next'], message: `nodes form a cycle through "${cur}"` });
+          return;
+        }
+        seen.add(cur);
+      }
+    }
+  })
+  .openapi('WorkflowConfiguration');
+export type WorkflowConfiguration = z.output<typeof WorkflowConfiguration>;
+
+const NODE_STRUCTURE_FIELDS = new Set(['id', 'type', 'next']);
+
+/** configuration.nodes[i].<field needed by the node's type> → 422; other configuration problems → 400. */
+export const classifyWorkflowIssue: IssueClassifier = ({ path, missing, issue }) => {
+  if (path[0] !== 'configuration') return undefined;
+  const [, nodes, , field] = path;
+  const isNodeField = nodes === 'nodes' && path.length >= 4 && typeof field === 'string' && !NODE_STRUCTURE_FIELDS.has(field);
+  if (isNodeField && issue.code !== 'custom') return { status: 422, code: 'INVALID_NODE_CONFIG' };
+  if (path.length === 1 && missing) return { status: 400, code: 'MISSING_REQUIRED_FIELD' };
+  return { status: 400, code: 'INVALID_WORKFLOW_CONFIG' };
+};
+
+const name = z.string().trim().min(1, 'name must not be empty').max(NAME_MAX);
+const description = z.string().max(DESCRIPTION_MAX);
+
+export const WorkflowIn = z
+  .strictObject({
+    name,
+    description: description.optional(),
+    channel: Channel,
+    configuration: WorkflowConfiguration.optional(),
+  })
+  .openapi('WorkflowCreate');
+
+export const WorkflowUpdate = z
+  .strictObject({
+    name: name.optional(),
+    description: description.optional(),
+    configuration: WorkflowConfiguration.optional(),
+  })
+  .openapi('WorkflowUpdate');
+
+export const WorkflowOut = z
+  .object({
+    id: z.string().openapi({ example: 'wf_4eC39HqLyjWDarjtT1zd' }),
+    name: z.string(),
+    description: z.string(),
+    status: z.enum(WORKFLOW_STATUSES),
+    channel: Channel,
+    created_at: z.string(),
+    updated_at: z.string(),
+    execution_count: z.number().int(),
+    success_rate: z.number().nullable(),
+  })
+  .openapi('Workflow');
+
+export const WorkflowDetailOut = WorkflowOut.extend({
+  configuration: WorkflowConfiguration.nullable(),
+  revision: z.number().int(),
+}).openapi('WorkflowDetail');
+
+export const WorkflowListQuery = z.strictObject({
+  ...paginationQuery,
+  status: z.enum(WORKFLOW_STATUSES).optional(),
+  channel: Channel.optional(),
+  search: z.string().min(1).max(200).optional().openapi({ description: 'Matches name or description, case-insensitive' }),
+});
+
+export const WorkflowIdParams = z.object({ workflow_id: z.string().max(64) });
+
+export const WorkflowActivationOut = z
+  .object({ id: z.string(), status: z.enum(WORKFLOW_STATUSES), activated_at: z.string().optional(), deactivated_at: z.string().optional() })
+  .openapi('WorkflowActivation');

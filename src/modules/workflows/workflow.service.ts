@@ -1,0 +1,149 @@
+/**
+ * Owns the workflow lifecycle: create (draft), update (a configuration change is a new
+ * revision), soft delete, activate (validates the configuration first) and deactivate.
+ * Every query is scoped to the caller's organization; another organization's workflow is
+ * simply not found.
+ */
+import { type EntityManager, LockMode, UniqueConstraintViolationException } from '@mikro-orm/postgresql';
+import { AppError, conflict, notFound } from '../../http/errors';
+import { type Page, offsetOf } from '../../http/pagination';
+import { newId } from '../../ids';
+import { Workflow, WorkflowRevision, type WorkflowStatus } from './workflow.entity';
+import { parseInput } from '../../http/validation';
+import { z } from '../../http/zod';
+import { type Channel, classifyWorkflowIssue, WorkflowConfiguration } from './workflow.schemas';
+
+export interface WorkflowListFilter {
+  status?: WorkflowStatus;
+  channel?: Channel;
+  search?: string;
+}
+
+const workflowNotFound = () => notFound('WORKFLOW_NOT_FOUND', 'Workflow');
+const nameTaken = (name: string) => conflict('WORKFLOW_ALREADY_EXISTS', `A workflow named "${name}" already exists`, 'name');
+
+/** Escapes LIKE wildcards so a search for "50%" matches the text "50%". */
+const likePattern = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+export class WorkflowService {
+  constructor(private readonly em: EntityManager) {}
+
+  async list(organizationId: string, filter: WorkflowListFilter, page: Page) {
+    const where: Record<string, unknown> = { organizationId, deletedAt: null };
+    if (filter.status) where.status = filter.status;
+    if (filter.channel) where.channel = filter.channel;
+    if (filter.search) {
+      const pattern = likePattern(filter.search);
+      where.$or = [{ name: { $ilike: pattern } }, { description: { $ilike: pattern } }];
+    }
+    const [items, total] = await this.em.findAndCount(Workflow, where, {
+      orderBy: { createdAt: 'desc', id: 'desc' },
+      limit: page.limit,
+      offset: offsetOf(page),
+      // The list never shows configurations; leave the biggest column in the database.
+      exclude: ['configuration'],
+    });
+    return { items, total };
+  }
+
+  async get(organizationId: string, id: string): Promise<Workflow> {
+    const wf = await this.em.findOne(Workflow, { id, organizationId, deletedAt: null });
+    if (!wf) throw workflowNotFound();
+    return wf;
+  }
+
+  async create(
+    organizationId: string,
+    input: { name: string; description?: string; channel: Channel; configuration?: WorkflowConfiguration },
+  ): Promise<Workflow> {
+    const wf = this.em.create(Workflow, {
+      id: newId('workflow'),
+      organizationId,
+      name: input.name,
+      description: input.description ?? '',
+      channel: input.channel,
+      status: 'draft',
+      configuration: input.configuration ?? null,
+      revision: input.configuration ? 1 : 0,
+    });
+    if (input.configuration) this.addRevision(wf, input.configuration);
+    await this.flushUnique(input.name);
+    return wf;
+  }
+
+  async update(
+    organizationId: string,
+    id: string,
+    input: { name?: string; description?: string; configuration?: WorkflowConfiguration },
+  ): Promise<Workflow> {
+    return this.em.transactional(async (em) => {
+      const wf = await em.findOne(Workflow, { id, organizationId, deletedAt: null }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      if (!wf) throw workflowNotFound();
+      if (input.name !== undefined) wf.name = input.name;
+      if (input.description !== undefined) wf.description = input.description;
+      if (input.configuration !== undefined && JSON.stringify(input.configuration) !== JSON.stringify(wf.configuration)) {
+        wf.configuration = input.configuration;
+        wf.revision += 1;
+        new WorkflowService(em).addRevision(wf, input.configuration);
+      }
+      wf.updatedAt = new Date();
+      await new WorkflowService(em).flushUnique(wf.name);
+      return wf;
+    });
+  }
+
+  async delete(organizationId: string, id: string): Promise<void> {
+    const wf = await this.get(organizationId, id);
+    const now = new Date();
+    wf.deletedAt = now;
+    wf.updatedAt = now;
+    if (wf.status === 'active') {
+      wf.status = 'inactive';
+      wf.deactivatedAt = now;
+    }
+    await this.em.flush();
+  }
+
+  async activate(organizationId: string, id: string): Promise<Workflow> {
+    const wf = await this.get(organizationId, id);
+    if (!wf.configuration) {
+      throw new AppError(400, 'INVALID_WORKFLOW_CONFIG', 'A workflow needs a configuration with nodes before it can be activated', {
+        field: 'configuration',
+      });
+    }
+    // Stored configurations were valid when written; rules may have tightened since.
+    parseInput(z.object({ configuration: WorkflowConfiguration }), { configuration: wf.configuration }, classifyWorkflowIssue);
+    // Idempotent: activating an active workflow keeps its first activated_at.
+    if (wf.status !== 'active') {
+      wf.status = 'active';
+      wf.activatedAt = new Date();
+      wf.updatedAt = wf.activatedAt;
+      await this.em.flush();
+    }
+    return wf;
+  }
+
+  async deactivate(organizationId: string, id: string): Promise<Workflow> {
+    const wf = await this.get(organizationId, id);
+    if (wf.status !== 'inactive') {
+      wf.status = 'inactive';
+      wf.deactivatedAt = new Date();
+      wf.updatedAt = wf.deactivatedAt;
+      await this.em.flush();
+    }
+    return wf;
+  }
+
+  private addRevision(wf: Workflow, configuration: WorkflowConfiguration) {
+    this.em.create(WorkflowRevision, { id: newId('workflowRevision'), workflowId: wf.id, revision: wf.revision, configuration });
+  }
+
+  private async flushUnique(name: string) {
+    try {
+      await this.em.flush();
+    } catch (err) {
+      if (err instanceof UniqueConstraintViolationException) throw nameTaken(name);
+      throw err;
+    }
+  }
+}

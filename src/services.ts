@@ -1,0 +1,86 @@
+/**
+ * Owns the `Services` bag: every long-lived dependency is built once here and passed
+ * down explicitly (no global service object), and closed in reverse order.
+ */
+import Redis from 'ioredis';
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import type { Config } from './config';
+import { createOrm, type Orm } from './db/orm';
+import { Authenticator } from './http/auth';
+import { IdempotencyStore } from './http/idempotency';
+import { type LimitName, type LimitRule, limitRulesFromConfig, RateLimiter } from './http/rate-limit';
+import { createLogger, type Logger } from './logger';
+import { createTemporalClient, type TemporalClient } from './temporal-client';
+
+export interface HttpMetrics {
+  registry: Registry;
+  requests: Counter<string>;
+  duration: Histogram<string>;
+}
+
+export interface Services {
+  config: Config;
+  logger: Logger;
+  orm: Orm;
+  redis: Redis;
+  temporal: TemporalClient;
+  authenticator: Authenticator;
+  rateLimiter: RateLimiter;
+  limits: Record<LimitName, LimitRule>;
+  idempotency: IdempotencyStore;
+  metrics: HttpMetrics;
+}
+
+export function createRedis(url: string): Redis {
+  // Fail fast instead of queueing commands while Redis is away: callers have fallbacks.
+  return new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 1000, lazyConnect: false });
+}
+
+function createMetrics(): HttpMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    requests: new Counter({
+      name: 'http_requests_total',
+      help: 'HTTP requests by method, route and status',
+      labelNames: ['method', 'route', 'status'],
+      registers: [registry],
+    }),
+    duration: new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'HTTP request duration by method and route',
+      labelNames: ['method', 'route'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [registry],
+    }),
+  };
+}
+
+export async function createServices(config: Config, overrides: { logger?: Logger; orm?: Orm } = {}): Promise<Services> {
+  const logger = overrides.logger ?? createLogger(config.LOG_LEVEL);
+  const orm = overrides.orm ?? (await createOrm(config.DATABASE_URL, config.DATABASE_POOL_MAX));
+  const redis = createRedis(config.REDIS_URL);
+  redis.on('error', () => {
+    // Reported by the rate limiter and /readyz; ioredis reconnects by itself.
+  });
+  const temporal = await createTemporalClient({ address: config.TEMPORAL_ADDRESS_EFFECTIVE, namespace: config.TEMPORAL_NAMESPACE });
+  return {
+    config,
+    logger,
+    orm,
+    redis,
+    temporal,
+    authenticator: new Authenticator(orm, config.AUTH_CACHE_TTL_MS, logger),
+    rateLimiter: new RateLimiter(redis, config.REDIS_KEY_PREFIX, logger),
+    limits: limitRulesFromConfig(config),
+    idempotency: new IdempotencyStore(orm),
+    metrics: createMetrics(),
+  };
+}
+
+export async function closeServices(s: Services): Promise<void> {
+  await s.temporal.close().catch(() => undefined);
+  s.redis.disconnect();
+  await s.orm.close(true);
+}

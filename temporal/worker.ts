@@ -1,0 +1,98 @@
+/**
+ * Owns the Temporal worker's lifecycle: connect, build (or reuse) the workflow bundle,
+ * create a `Worker` on our task queue, run it, and drain it on shutdown. The process
+ * entry point (src/main.ts `worker`) and the test helpers both go through here, so tests
+ * exercise the same worker the service runs.
+ */
+import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { Duration } from '@temporalio/common';
+
+export type WorkflowBundle = WorkflowBundleWithSourceMap;
+
+export interface CreateWorkerOptions {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  /** The object `createActivities(deps)` returns. */
+  activities: object;
+  /**
+   * A bundle from `bundleWorkflows()`. Without it `Worker.create` runs webpack itself,
+   * which takes seconds; tests pass one bundle built once per test file instead.
+   */
+  workflowBundle?: WorkflowBundle;
+  /** Reuse a connection (the caller then owns closing it); otherwise one is opened here. */
+  connection?: NativeConnection;
+  /** How long in-flight activities may keep running after shutdown starts. */
+  shutdownGraceTime?: Duration;
+}
+
+export interface CreatedWorker {
+  worker: Worker;
+  /** The connection the worker polls on. */
+  connection: NativeConnection;
+  /** Whether `runWorker`'s shutdown should close `connection` (true when opened here). */
+  ownsConnection: boolean;
+}
+
+/** Path of the workflow bundle's entry point (temporal/workflows/index). */
+export const workflowsPath: string = require.resolve('./workflows');
+
+/**
+ * Bundles the workflow code with webpack. Costly (seconds), so call it once per process
+ * or once per test file and hand the result to every `createWorker` call.
+ */
+export async function bundleWorkflows(): Promise<WorkflowBundle> {
+  return await bundleWorkflowCode({ workflowsPath });
+}
+
+export async function createWorker(opts: CreateWorkerOptions): Promise<CreatedWorker> {
+  const ownsConnection = opts.connection === undefined;
+  const connection = opts.connection ?? (await NativeConnection.connect({ address: opts.address }));
+  try {
+    const worker = await Worker.create({
+      connection,
+      namespace: opts.namespace,
+      taskQueue: opts.taskQueue,
+      activities: opts.activities,
+      ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath }),
+      shutdownGraceTime: opts.shutdownGraceTime ?? '30 seconds',
+    });
+    return { worker, connection, ownsConnection };
+  } catch (err) {
+    if (ownsConnection) await connection.close();
+    throw err;
+  }
+}
+
+export interface RunningWorker {
+  worker: Worker;
+  /** Settles when the worker stops: resolves after a drain, rejects on a fatal worker error. */
+  done: Promise<void>;
+  /**
+   * Stops polling, waits for in-flight tasks to finish (up to the grace time) and closes
+   * the connection if this module opened it. Safe to call more than once, and after the
+   * Runtime's own SIGTERM/SIGINT handler already started the shutdown.
+   */
+  shutdown(): Promise<void>;
+}
+
+export function runWorker(created: CreatedWorker): RunningWorker {
+  const { worker, connection, ownsConnection } = created;
+  const done = worker.run();
+  // `done` is awaited by shutdown(); keep an early fatal error from becoming unhandled.
+  done.catch(() => undefined);
+  let stopping: Promise<void> | undefined;
+  const shutdown = (): Promise<void> => {
+    stopping ??= (async () => {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      try {
+        await done;
+      } finally {
+        if (ownsConnection) await connection.close();
+      }
+    })();
+    return stopping;
+  };
+  return { worker, done, shutdown };
+}

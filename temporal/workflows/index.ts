@@ -1,0 +1,5 @@
+/**
+ * Owns the workflow bundle's entry point: every workflow the worker registers is
+ * re-exported here, and only deterministic workflow code may be reachable from it.
+ */
+export * from './connectivity.workflow';

@@ -1,0 +1,78 @@
+/**
+ * Boots the real app for a test file: a fresh PostgreSQL database (dropped at the end), a
+ * Redis key prefix of its own, the shared Temporal dev server, and helpers to mint keys.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import supertest from 'supertest';
+import { createApp } from '../../src/app';
+import { type Config, loadConfig } from '../../src/config';
+import { createOrm, dropDatabase, ensureDatabase, migrate } from '../../src/db/orm';
+import type { Permission } from '../../src/modules/api-keys/api-key.entity';
+import { ApiKeyService } from '../../src/modules/api-keys/api-key.service';
+import { closeServices, createServices, type Services } from '../../src/services';
+
+export const uniqueSuffix = () => `${process.env.TEST_RUN_ID ?? 'local'}_${randomBytes(4).toString('hex')}`;
+
+export interface TestApp {
+  services: Services;
+  config: Config;
+  request: ReturnType<typeof supertest>;
+  /** Base URL of a real listening server, for clients other than supertest. */
+  baseUrl: string;
+  databaseUrl: string;
+  createOrg(name?: string): Promise<string>;
+  createKey(permission: Permission, organizationId?: string): Promise<{ key: string; id: string; organizationId: string }>;
+  close(): Promise<void>;
+}
+
+export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const suffix = uniqueSuffix();
+  const databaseUrl = `postgresql://postgres@127.0.0.1:5432/wfa_test_${suffix}`.toLowerCase();
+  await ensureDatabase(databaseUrl);
+  const config = loadConfig({
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    DATABASE_POOL_MAX: '5',
+    REDIS_KEY_PREFIX: `wfa-test:${suffix}:`,
+    TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
+    TEMPORAL_TASK_QUEUE: `wfa-test-${suffix}`,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    ...env,
+  });
+  const orm = await createOrm(databaseUrl, 5);
+  await migrate(orm);
+  const services = await createServices(config, { orm });
+  const { app } = createApp(services);
+  const server: Server = app.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve) => server.once('listening', resolve));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  let defaultOrg: string | undefined;
+
+  const createOrg = async (name = `org-${uniqueSuffix()}`) => {
+    return (await new ApiKeyService(orm.em.fork()).ensureOrganization(name)).id;
+  };
+
+  return {
+    services,
+    config,
+    request: supertest(server),
+    baseUrl,
+    databaseUrl,
+    createOrg,
+    async createKey(permission, organizationId) {
+      const orgId = organizationId ?? (defaultOrg ??= await createOrg());
+      const { apiKey, key } = await new ApiKeyService(orm.em.fork()).create(orgId, `${permission} key`, permission);
+      return { key, id: apiKey.id, organizationId: orgId };
+    },
+    async close() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closeServices(services);
+      await dropDatabase(databaseUrl);
+    },
+  };
+}
+
+export const bearer = (key: string) => ({ Authorization: `Bearer ${key}` });

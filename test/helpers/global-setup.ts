@@ -1,0 +1,80 @@
+/**
+ * Owns what the whole jest run shares: checks that PostgreSQL and Redis are up, starts ONE
+ * Temporal dev server for every test file, and hands its address and a per-run id to the
+ * jest workers through process.env (workers inherit the env set here). Starting one
+ * server per file would cost seconds each and multiply SQLite load.
+ */
+import { randomBytes } from 'node:crypto';
+import { Client as PgClient } from 'pg';
+import Redis from 'ioredis';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { findOrInstallTemporalCli } from '../../scripts/lib/temporal-cli';
+import { ensureSearchAttributes } from '../../scripts/lib/temporal-dev-server';
+import { SEARCH_ATTRIBUTES } from '../../temporal/shared';
+
+declare global {
+  // Read by global-teardown.ts: jest runs both in the same process.
+  var __TEMPORAL_TEST_ENV__: TestWorkflowEnvironment | undefined;
+}
+
+const DATABASE_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+async function checkPostgres(): Promise<void> {
+  const pg = new PgClient({ connectionString: DATABASE_URL, connectionTimeoutMillis: 3_000 });
+  try {
+    await pg.connect();
+    await pg.query('select 1');
+  } catch (err) {
+    throw new Error(
+      `PostgreSQL is not reachable at ${DATABASE_URL} (${String(err)}).\n` +
+        'Start it with: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start\n' +
+        '(or run .ci/run, which starts PostgreSQL and Redis before the tests).',
+    );
+  } finally {
+    await pg.end().catch(() => undefined);
+  }
+}
+
+async function checkRedis(): Promise<void> {
+  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 3_000, retryStrategy: () => null });
+  try {
+    await redis.connect();
+    await redis.ping();
+  } catch (err) {
+    throw new Error(
+      `Redis is not reachable at ${REDIS_URL} (${String(err)}).\n` +
+        'Start it with: redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no',
+    );
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function startTemporal(): Promise<string> {
+  // A developer may point the tests at a server they already run.
+  const existing = process.env.TEST_TEMPORAL_ADDRESS;
+  if (existing) {
+    await ensureSearchAttributes(existing, 'default');
+    return existing;
+  }
+  const cli = await findOrInstallTemporalCli();
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: {
+      // Without a local CLI the SDK downloads one (network); with it, startup is ~0.1 s.
+      executable: cli ? { type: 'existing-path', path: cli } : { type: 'cached-download' },
+      ip: '127.0.0.1',
+      // No port: the SDK picks a free one. No dbFilename: in-memory SQLite, fastest.
+      searchAttributes: [...SEARCH_ATTRIBUTES],
+      log: { format: 'text', level: 'warn' },
+    },
+  });
+  globalThis.__TEMPORAL_TEST_ENV__ = env;
+  return env.address;
+}
+
+export default async function globalSetup(): Promise<void> {
+  await Promise.all([checkPostgres(), checkRedis()]);
+  process.env.TEST_RUN_ID ??= randomBytes(3).toString('hex');
+  process.env.TEST_TEMPORAL_ADDRESS = await startTemporal();
+}

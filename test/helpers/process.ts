@@ -1,0 +1,160 @@
+/**
+ * Owns child processes in tests (e.g. `npx tsx src/main.ts worker`): spawn with env, wait
+ * for an output line, kill with a chosen signal (SIGKILL for crash tests). Also free ports,
+ * for servers a test starts itself.
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import net from 'node:net';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Whether any live process is in group `pgid`. Reads /proc because zombies still answer
+ * `kill(-pgid, 0)` and PID 1 on these machines does not reap orphans.
+ */
+function groupAlive(pgid: number): boolean {
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    try {
+      process.kill(-pgid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+  for (const pid of pids) {
+    try {
+      // Fields after the parenthesised command: state, ppid, pgrp, ...
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(pgrp) === pgid && state !== 'Z') return true;
+    } catch {
+      // Process ended while we looked.
+    }
+  }
+  return false;
+}
+
+export interface SpawnedProcess {
+  child: ChildProcess;
+  /** Every stdout and stderr line so far, interleaved in arrival order. */
+  lines: string[];
+  /** Settles with the exit code / signal once the process has exited. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /**
+   * Resolves with the first line matching `pattern` after the line the previous
+   * `waitForLine` matched (so two waits for the same pattern need two occurrences).
+   * Rejects on timeout or if the process exits first, with the output in the message.
+   */
+  waitForLine(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /**
+   * Sends `signal` to the whole process group and waits for the exit; SIGKILLs the group
+   * if it is still alive after `timeoutMs`.
+   */
+  kill(signal?: NodeJS.Signals, timeoutMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export function spawnProcess(
+  command: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
+): SpawnedProcess {
+  const child = spawn(command, args, {
+    cwd: opts.cwd ?? process.cwd(),
+    env: { ...process.env, ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    // Own process group: `npx tsx x.ts` is npx → tsx → node, and a signal sent to npx
+    // alone would leave the real worker running (or, for SIGKILL, orphaned).
+    detached: true,
+  });
+  const lines: string[] = [];
+  let cursor = 0;
+  const listeners = new Set<() => void>();
+  const onData = (stream: NodeJS.ReadableStream) => {
+    let partial = '';
+    stream.on('data', (chunk: Buffer) => {
+      const parts = (partial + chunk.toString()).split('\n');
+      partial = parts.pop() ?? '';
+      lines.push(...parts);
+      for (const l of listeners) l();
+    });
+  };
+  onData(child.stdout!);
+  onData(child.stderr!);
+
+  let exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => {
+      exitInfo = { code, signal };
+      for (const l of listeners) l();
+      resolve(exitInfo);
+    });
+  });
+
+  const tail = () => lines.slice(-40).join('\n');
+
+  const waitForLine = (pattern: RegExp, timeoutMs = 30_000) =>
+    new Promise<RegExpMatchArray>((resolve, reject) => {
+      const check = () => {
+        for (; cursor < lines.length; cursor++) {
+          const match = lines[cursor]!.match(pattern);
+          if (match) {
+            cursor++;
+            done();
+            resolve(match);
+            return;
+          }
+        }
+        if (exitInfo) {
+          done();
+          reject(new Error(`process exited (${JSON.stringify(exitInfo)}) before printing ${pattern}:\n${tail()}`));
+        }
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${pattern}:\n${tail()}`));
+      }, timeoutMs);
+      const done = () => {
+        clearTimeout(timer);
+        listeners.delete(check);
+      };
+      listeners.add(check);
+      check();
+    });
+
+  const signalGroup = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, signal);
+    } catch {
+      // Group already gone.
+    }
+  };
+
+  const kill = async (signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 10_000) => {
+    const pgid = child.pid!;
+    signalGroup(signal);
+    const deadline = Date.now() + timeoutMs;
+    // The direct child (npx) may exit before the worker it started: wait for the group.
+    while ((!exitInfo || groupAlive(pgid)) && Date.now() < deadline) await sleep(50);
+    if (!exitInfo || groupAlive(pgid)) signalGroup('SIGKILL');
+    return await exited;
+  };
+
+  return { child, lines, exited, waitForLine, kill };
+}
+
+/** A TCP port that was free a moment ago (the OS picked it; we closed it again). */
+export async function freePort(): Promise<number> {
+  return await new Promise<number>((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
