@@ -5,8 +5,12 @@
  */
 import { createConnectivityActivities } from './connectivity.activities';
 
-/** Everything activities may need from the process; domains add their fields here. */
-export interface ActivityDeps {}
+import type { Services } from '../../src/services';
+
+/** Everything activities may need from the process: the same Services bag the API uses. */
+export interface ActivityDeps {
+  services: Services;
+}
 
 export function createActivities(_deps: ActivityDeps) {
   return {

@@ -22,6 +22,8 @@ export interface TestApp {
   /** Base URL of a real listening server, for clients other than supertest. */
   baseUrl: string;
   databaseUrl: string;
+  /** Runs SQL against the test database (knex-style `?` placeholders). */
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
   createOrg(name?: string): Promise<string>;
   createKey(permission: Permission, organizationId?: string): Promise<{ key: string; id: string; organizationId: string }>;
   close(): Promise<void>;
@@ -62,6 +64,7 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
     baseUrl,
     databaseUrl,
     createOrg,
+    query: async <T,>(sql: string, params: unknown[] = []) => (await orm.em.getConnection().execute(sql, params)) as T[],
     async createKey(permission, organizationId) {
       const orgId = organizationId ?? (defaultOrg ??= await createOrg());
       const { apiKey, key } = await new ApiKeyService(orm.em.fork()).create(orgId, `${permission} key`, permission);

@@ -23,8 +23,7 @@ describe('workflows API', () => {
   afterAll(() => t.close());
 
   const create = (body: object, key = writer) => t.request.post('/v1/workflows').set(bearer(key)).send(body);
-  const countWorkflows = async () =>
-    Number((await t.services.orm.em.getConnection().execute('select count(*)::int as n from workflows'))[0].n);
+  const countWorkflows = async () => (await t.query<{ n: number }>('select count(*)::int as n from workflows'))[0]?.n;
 
   it('creates a draft without configuration in the response, then gets it with configuration', async () => {
     const res = await create({ name: 'Support', description: 'Front desk', channel: 'whatsapp', configuration: messageConfig });
@@ -62,10 +61,8 @@ describe('workflows API', () => {
     expect(Date.parse(res.body.data.updated_at)).toBeGreaterThan(Date.parse(body.data.updated_at));
     const got = await t.request.get(`/v1/workflows/${id}`).set(bearer(reader));
     expect(got.body.data.revision).toBe(2);
-    const revisions = await t.services.orm.em
-      .getConnection()
-      .execute('select revision from workflow_revisions where workflow_id = ? order by revision', [id]);
-    expect(revisions.map((r: { revision: number }) => r.revision)).toEqual([1, 2]);
+    const revisions = await t.query<{ revision: number }>('select revision from workflow_revisions where workflow_id = ? order by revision', [id]);
+    expect(revisions.map((r) => r.revision)).toEqual([1, 2]);
   });
 
   it('lists with pagination and filters by status, channel and search', async () => {

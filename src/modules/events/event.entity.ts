@@ -1,0 +1,42 @@
+/**
+ * The event outbox: every event of the contract (workflow.started, message.sent, ...) is a
+ * row written in the same transaction as the change it describes, so no event is lost
+ * when a process dies. A dispatcher turns each row into one delivery per subscribed
+ * webhook and stamps `dispatched_at`.
+ */
+import { EntitySchema, OptionalProps } from '@mikro-orm/core';
+
+export const EVENT_TYPES = [
+  'workflow.started',
+  'workflow.completed',
+  'workflow.failed',
+  'message.received',
+  'message.sent',
+  'trigger.activated',
+  'customer.created',
+  'customer.updated',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export class OutboxEvent {
+  [OptionalProps]?: 'createdAt' | 'dispatchedAt';
+  id!: string;
+  organizationId!: string;
+  type!: EventType;
+  data!: Record<string, unknown>;
+  createdAt: Date = new Date();
+  dispatchedAt: Date | null = null;
+}
+
+export const OutboxEventSchema = new EntitySchema<OutboxEvent>({
+  class: OutboxEvent,
+  tableName: 'events',
+  properties: {
+    id: { type: 'string', primary: true },
+    organizationId: { type: 'string', fieldName: 'organization_id' },
+    type: { type: 'string' },
+    data: { type: 'json' },
+    createdAt: { type: 'Date', fieldName: 'created_at' },
+    dispatchedAt: { type: 'Date', fieldName: 'dispatched_at', nullable: true },
+  },
+});
