@@ -46,9 +46,29 @@ const envSchema = z.object({
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('workflow-automation'),
   TEMPORAL_UI_PORT: z.coerce.number().int().min(1).max(65535).default(8233),
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool.default(false),
+  /** Outbound webhook request timeout (connect + answer); the contract says 10 s, tests shorten it. */
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  /** PEM file of extra CAs trusted for webhook targets (beside the system roots): test receivers, private PKI. */
+  WEBHOOK_EXTRA_CA_FILE: z.string().min(1).optional(),
+  /** How often the event dispatcher polls the outbox when no NOTIFY woke it. */
+  WEBHOOK_DISPATCH_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** How long an authenticated API key stays cached in-process; bounds how late a revocation bites. */
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(1000).default(500),
+  /** Executions: unset stores outbound messages as the transcript only; set, each is also POSTed here. */
+  CHANNEL_PROVIDER_URL: z.url().optional(),
+  CHANNEL_PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
+  /** Optional OpenAI-compatible base URL (…/v1) whose chat completions rewrite ai_response answers. */
+  AI_MODEL_URL: z.url().optional(),
+  AI_MODEL_NAME: z.string().min(1).default('gpt-4o-mini'),
+  AI_MODEL_API_KEY: z.string().min(1).optional(),
+  AI_MODEL_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
+  /** How often the worker looks for committed executions whose Temporal start never happened. */
+  EXECUTION_RECONCILE_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
+  /** Grace before the reconciler starts an execution itself (the API normally starts it within ms). */
+  EXECUTION_RECONCILE_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(5_000),
+  /** Test-only crash points (comma-separated names): the process SIGKILLs itself there. */
+  FAILPOINTS: z.string().default(''),
   ...rateLimitShape,
 });
 

@@ -5,7 +5,7 @@
  * exercise the same worker the service runs.
  */
 import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
-import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { Logger, WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Duration } from '@temporalio/common';
 
 export type WorkflowBundle = WorkflowBundleWithSourceMap;
@@ -42,8 +42,8 @@ export const workflowsPath: string = require.resolve('./workflows');
  * Bundles the workflow code with webpack. Costly (seconds), so call it once per process
  * or once per test file and hand the result to every `createWorker` call.
  */
-export async function bundleWorkflows(): Promise<WorkflowBundle> {
-  return await bundleWorkflowCode({ workflowsPath });
+export async function bundleWorkflows(opts: { logger?: Logger } = {}): Promise<WorkflowBundle> {
+  return await bundleWorkflowCode({ workflowsPath, ...(opts.logger ? { logger: opts.logger } : {}) });
 }
 
 export async function createWorker(opts: CreateWorkerOptions): Promise<CreatedWorker> {

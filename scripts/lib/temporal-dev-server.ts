@@ -35,7 +35,24 @@ const GRPC_ALREADY_EXISTS = 6;
 
 type IndexedValueType = NonNullable<ReturnType<typeof encodeSearchAttributeIndexedValueType>>;
 
+/** The server process died before serving (as opposed to never answering). */
+class ExitedDuringStartError extends Error {}
+
 export async function startTemporalDevServer(opts: DevServerOptions): Promise<DevServer> {
+  try {
+    return await startOnce(opts);
+  } catch (err) {
+    // The CLI picks its internal service ports by binding port 0 and closing it again, so a
+    // busy machine can take one before the server binds it and the server panics at start.
+    // One retry absorbs that race; a real misconfiguration fails again, with its output.
+    if (!(err instanceof ExitedDuringStartError)) throw err;
+    opts.log?.(`${err.message}
+retrying once`);
+    return await startOnce(opts);
+  }
+}
+
+async function startOnce(opts: DevServerOptions): Promise<DevServer> {
   const log = opts.log ?? (() => undefined);
   const ip = opts.ip ?? '127.0.0.1';
   const address = `${ip}:${opts.port}`;
@@ -56,11 +73,15 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
   log(`starting ${opts.executable} ${args.join(' ')}`);
   const child = spawn(opts.executable, args, { stdio: ['ignore', 'pipe', 'pipe'] });
 
-  // Keep the tail of the output: it is the only explanation when the server dies at start.
-  let output = '';
+  // Keep the head (a Go panic's cause) and the tail of the output: they are the only
+  // explanation when the server dies at start. Reading also keeps the pipes from filling.
+  let head = '';
+  let tail = '';
   const keep = (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-4000);
+    if (head.length < 3000) head += chunk.toString();
+    else tail = (tail + chunk.toString()).slice(-3000);
   };
+  const output = () => (tail ? `${head}\n...\n${tail}` : head);
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -83,7 +104,7 @@ export async function startTemporalDevServer(opts: DevServerOptions): Promise<De
     await Promise.race([
       spawnError,
       exited.then((code) => {
-        throw new Error(`temporal dev server exited with ${String(code)} during start:\n${output}`);
+        throw new ExitedDuringStartError(`temporal dev server exited with ${String(code)} during start:\n${output()}`);
       }),
       waitUntilServing(address, opts.namespace, opts.startTimeoutMs ?? 60_000, () => hasExited),
     ]);

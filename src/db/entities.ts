@@ -2,6 +2,17 @@
 import { ApiKeySchema } from '../modules/api-keys/api-key.entity';
 import { OutboxEventSchema } from '../modules/events/event.entity';
 import { OrganizationSchema } from '../modules/organizations/organization.entity';
+import { ConversationMessageSchema, CustomerSchema } from '../modules/customers/customer.entity';
+import { ExecutionSchema, ExecutionStepSchema } from '../modules/executions/execution.entity';
+import { KnowledgeBaseArticleSchema, KnowledgeBaseSchema } from '../modules/knowledge-bases/knowledge-base.entity';
+import { TriggerExecutionSchema, TriggerSchema } from '../modules/triggers/trigger.entity';
 import { WorkflowRevisionSchema, WorkflowSchema } from '../modules/workflows/workflow.entity';
+import { WebhookLogSchema, WebhookSchema } from '../modules/webhooks/webhook.entity';
 
-export const entities = [OrganizationSchema, ApiKeySchema, WorkflowSchema, WorkflowRevisionSchema, OutboxEventSchema];
+export const entities = [OrganizationSchema, ApiKeySchema, WorkflowSchema, WorkflowRevisionSchema, OutboxEventSchema,
+  // executions module
+  CustomerSchema, ConversationMessageSchema, ExecutionSchema, ExecutionStepSchema, KnowledgeBaseSchema, KnowledgeBaseArticleSchema,
+  // triggers module
+  TriggerSchema, TriggerExecutionSchema,
+  // webhooks module
+  WebhookSchema, WebhookLogSchema];

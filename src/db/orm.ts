@@ -15,7 +15,7 @@ export async function createOrm(databaseUrl: string, poolMax = 10): Promise<Orm>
     clientUrl: databaseUrl,
     entities,
     extensions: [Migrator],
-    migrations: { migrationsList, transactional: true, allOrNothing: true, snapshot: false },
+    migrations: { migrationsList, transactional: true, allOrNothing: true, snapshot: false, silent: true },
     pool: { min: 0, max: poolMax },
     // Entities are declared with EntitySchema, so no reflection or folder discovery is needed.
     discovery: { warnWhenNoEntities: false },

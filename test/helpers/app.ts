@@ -31,7 +31,9 @@ export interface TestApp {
 
 export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
   const suffix = uniqueSuffix();
-  const databaseUrl = `postgresql://postgres@127.0.0.1:5432/wfa_test_${suffix}`.toLowerCase();
+  // A second app on the same database (another "process") passes DATABASE_URL; only the owner drops it.
+  const ownsDatabase = env.DATABASE_URL === undefined;
+  const databaseUrl = env.DATABASE_URL ?? `postgresql://postgres@127.0.0.1:5432/wfa_test_${suffix}`.toLowerCase();
   await ensureDatabase(databaseUrl);
   const config = loadConfig({
     ...process.env,
@@ -73,7 +75,7 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await closeServices(services);
-      await dropDatabase(databaseUrl);
+      if (ownsDatabase) await dropDatabase(databaseUrl);
     },
   };
 }

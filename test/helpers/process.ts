@@ -82,13 +82,18 @@ export function spawnProcess(
       lines.push(...parts);
       for (const l of listeners) l();
     });
+    stream.on('end', () => {
+      if (partial) lines.push(partial);
+      for (const l of listeners) l();
+    });
   };
   onData(child.stdout!);
   onData(child.stderr!);
 
   let exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('exit', (code, signal) => {
+    // 'close', not 'exit': it comes after the last output, so a waiter never misses a line.
+    child.once('close', (code, signal) => {
       exitInfo = { code, signal };
       for (const l of listeners) l();
       resolve(exitInfo);

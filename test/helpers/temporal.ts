@@ -33,13 +33,16 @@ export async function connectTestClient(): Promise<TemporalClient> {
   return await createTemporalClient({ address: temporalAddress(), namespace: TEST_NAMESPACE });
 }
 
+// The SDK's default INFO loggers print webpack stats and every worker state change into
+// the jest output; warnings and errors are what a failing test needs.
+const quietLogger = new DefaultLogger('WARN');
+
 let runtimeInstalled = false;
 function installQuietRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {
-    // The default INFO logger prints every worker state change into the jest output.
-    Runtime.install({ logger: new DefaultLogger('WARN') });
+    Runtime.install({ logger: quietLogger });
   } catch {
     // Already instantiated by something earlier in this file: keep its logger.
   }
@@ -49,7 +52,7 @@ function installQuietRuntime(): void {
 // webpack runs once per file, not once per worker.
 let bundle: Promise<WorkflowBundle> | undefined;
 export function workflowBundle(): Promise<WorkflowBundle> {
-  bundle ??= bundleWorkflows();
+  bundle ??= bundleWorkflows({ logger: quietLogger });
   return bundle;
 }
 

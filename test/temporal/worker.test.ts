@@ -6,9 +6,9 @@
 import { randomBytes } from 'node:crypto';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
+import { msToTs } from '@temporalio/common/lib/time';
 import { connectivityCheckWorkflow } from '../../temporal/workflows';
 import { createConnectivityActivities } from '../../temporal/activities/connectivity.activities';
-import { createActivities } from '../../temporal/activities';
 import { SEARCH_ATTRIBUTES, SearchAttributeKeys } from '../../temporal/shared';
 import { ensureSearchAttributes } from '../../scripts/lib/temporal-dev-server';
 import { connectTestClient, startTestWorker, testRunId, uniqueTaskQueue, TEST_NAMESPACE } from '../helpers/temporal';
@@ -28,7 +28,7 @@ const workflowId = (name: string) => `${name}-${testRunId()}-${randomBytes(4).to
 
 test('a real worker runs connectivityCheckWorkflow to pong', async () => {
   const taskQueue = uniqueTaskQueue('connectivity');
-  const worker = await startTestWorker({ taskQueue, activities: createActivities({}) });
+  const worker = await startTestWorker({ taskQueue, activities: createConnectivityActivities() });
   try {
     const result = await temporal.client.workflow.execute(connectivityCheckWorkflow, {
       taskQueue,
@@ -54,22 +54,19 @@ test('ensureSearchAttributes registers them on a namespace that lacks them, idem
   const namespace = `sa-${testRunId()}-${randomBytes(3).toString('hex')}`;
   await temporal.connection.workflowService.registerNamespace({
     namespace,
-    workflowExecutionRetentionPeriod: { seconds: 24 * 3600 },
+    workflowExecutionRetentionPeriod: msToTs('1 day'),
   });
-  const names = async () =>
-    (await temporal.connection.operatorService.listSearchAttributes({ namespace })).customAttributes ?? {};
-  // A namespace registered at run time does not exist for every frontend call at once.
-  await eventually(async () => {
-    await ensureSearchAttributes(temporal.connection, namespace);
-  });
+  // A namespace registered at run time is not visible to every frontend call at once.
+  await eventually(() => ensureSearchAttributes(temporal.connection, namespace));
   await ensureSearchAttributes(temporal.connection, namespace);
-  const registered = await names();
+  const registered =
+    (await temporal.connection.operatorService.listSearchAttributes({ namespace })).customAttributes ?? {};
   for (const { name } of SEARCH_ATTRIBUTES) expect(registered[name]).toBe(KEYWORD);
 });
 
 test('a workflow started with our search attributes is found by a visibility query', async () => {
   const taskQueue = uniqueTaskQueue('search');
-  const worker = await startTestWorker({ taskQueue, activities: createActivities({}) });
+  const worker = await startTestWorker({ taskQueue, activities: createConnectivityActivities() });
   const orgId = `org_x_${testRunId()}_${randomBytes(3).toString('hex')}`;
   const id = workflowId('search');
   try {

@@ -4,8 +4,14 @@
  */
 import { Migration20261122000001_foundation } from './Migration20261122000001_foundation';
 import { Migration20261122000002_events } from './Migration20261122000002_events';
+import { Migration20261122000300_executions } from './Migration20261122000300_executions';
+import { Migration20261122000500_webhooks } from './Migration20261122000500_webhooks';
+import { Migration20261122000400_triggers } from './Migration20261122000400_triggers';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
   { name: 'Migration20261122000002_events', class: Migration20261122000002_events },
+  { name: 'Migration20261122000300_executions', class: Migration20261122000300_executions },
+  { name: 'Migration20261122000500_webhooks', class: Migration20261122000500_webhooks },
+  { name: 'Migration20261122000400_triggers', class: Migration20261122000400_triggers },
 ];

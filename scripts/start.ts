@@ -1,0 +1,104 @@
+/**
+ * `npm start`: everything a fresh machine needs to run the service locally.
+ * 1. Validates the configuration.
+ * 2. Unless TEMPORAL_ADDRESS names a server: finds (or installs) the Temporal CLI and runs
+ *    its dev server with a persistent SQLite file under .data/ and the Web UI; where no
+ *    CLI can be had, the SDK downloads a dev server instead. A Temporal already answering
+ *    on the default port (an earlier `npm start`) is reused.
+ * 3. Registers the search attributes, then runs the API and the worker (src/main.ts all),
+ *    which create the database if missing and apply migrations.
+ * Ctrl-C / SIGTERM stops the service first (it drains), then the dev server.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { ConfigError, loadConfig } from '../src/config';
+import { createTemporalClient, isTemporalReachable } from '../src/temporal-client';
+import { searchAttributeCliArgs } from '../temporal/shared';
+import { findOrInstallTemporalCli } from './lib/temporal-cli';
+import { ensureSearchAttributes, startTemporalDevServer } from './lib/temporal-dev-server';
+
+const log = (msg: string) => process.stdout.write(`[start] ${msg}\n`);
+const DEV_SERVER_PORT = 7233;
+
+async function reachable(address: string): Promise<boolean> {
+  try {
+    const handle = await createTemporalClient({ address, namespace: 'default', connectTimeoutMs: 1500 });
+    const ok = await isTemporalReachable(handle.connection);
+    await handle.close();
+    return ok;
+  } catch {
+    return false;
+  }
+}
+
+/** Returns the address of a Temporal server to use and how to stop it (if we started it). */
+async function ensureTemporal(uiPort: number, namespace: string): Promise<{ address: string; stop(): Promise<void> }> {
+  const address = `127.0.0.1:${DEV_SERVER_PORT}`;
+  if (await reachable(address)) {
+    log(`reusing the Temporal server already answering at ${address}`);
+    return { address, stop: async () => undefined };
+  }
+  const dataDir = path.resolve(__dirname, '..', '.data');
+  mkdirSync(dataDir, { recursive: true });
+  const dbFile = path.join(dataDir, 'temporal.sqlite');
+  const executable = await findOrInstallTemporalCli(log);
+  if (executable) {
+    log(`starting the Temporal dev server (${executable}), data in ${dbFile}`);
+    const server = await startTemporalDevServer({ executable, dbFile, port: DEV_SERVER_PORT, uiPort, namespace, log });
+    return { address: server.address, stop: () => server.stop() };
+  }
+  log('no Temporal CLI available: letting the Temporal SDK download a dev server');
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: {
+      ip: '127.0.0.1',
+      port: DEV_SERVER_PORT,
+      ui: true,
+      uiPort,
+      dbFilename: dbFile,
+      namespace,
+      extraArgs: searchAttributeCliArgs(),
+    },
+  });
+  return { address: env.address, stop: () => env.teardown() };
+}
+
+async function main() {
+  const config = loadConfig();
+  let temporal: { address: string; stop(): Promise<void> } | undefined;
+  if (config.TEMPORAL_ADDRESS) {
+    await ensureSearchAttributes(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE);
+  } else {
+    temporal = await ensureTemporal(config.TEMPORAL_UI_PORT, config.TEMPORAL_NAMESPACE);
+    await ensureSearchAttributes(temporal.address, config.TEMPORAL_NAMESPACE);
+  }
+  const temporalAddress = config.TEMPORAL_ADDRESS ?? temporal!.address;
+
+  const child = spawn(process.execPath, [require.resolve('tsx/cli'), path.join(__dirname, '..', 'src', 'main.ts'), 'all'], {
+    env: { ...process.env, TEMPORAL_ADDRESS: temporalAddress },
+    stdio: 'inherit',
+  });
+  log(`API:         ${config.BASE_URL}/v1  (health: ${config.BASE_URL}/healthz)`);
+  log(`API docs:    ${config.BASE_URL}/docs  (OpenAPI: ${config.BASE_URL}/v1/openapi.json)`);
+  log(`Temporal:    ${temporalAddress}` + (temporal ? `  (Web UI: http://localhost:${config.TEMPORAL_UI_PORT})` : ''));
+  log('create a first admin key: npm run cli -- api-keys create --org <org> --name <name> --permission admin');
+
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    log(`${signal}: stopping the service, then Temporal`);
+    child.kill(signal);
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  const code = await new Promise<number>((resolve) => child.once('exit', (c) => resolve(c ?? 0)));
+  await temporal?.stop();
+  process.exit(stopping ? 0 : code);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof ConfigError ? err.message : (err as Error).stack}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,75 @@
+/**
+ * Customers and the conversation transcript. A customer is created on its first inbound
+ * message per (channel, external id); every inbound and outbound message is a row, and an
+ * outbound message sent by an execution carries a dedupe key so an activity retry never
+ * stores (or sends) it twice.
+ */
+import { EntitySchema, OptionalProps } from '@mikro-orm/core';
+
+export class Customer {
+  [OptionalProps]?: 'name' | 'metadata' | 'messageCount' | 'firstSeenAt' | 'lastMessageAt' | 'createdAt' | 'updatedAt';
+  id!: string;
+  organizationId!: string;
+  channel!: string;
+  externalId!: string;
+  name: string | null = null;
+  metadata: Record<string, unknown> = {};
+  messageCount = 0;
+  firstSeenAt: Date = new Date();
+  lastMessageAt: Date | null = null;
+  createdAt: Date = new Date();
+  updatedAt: Date = new Date();
+}
+
+export const CustomerSchema = new EntitySchema<Customer>({
+  class: Customer,
+  tableName: 'customers',
+  properties: {
+    id: { type: 'string', primary: true },
+    organizationId: { type: 'string', fieldName: 'organization_id' },
+    channel: { type: 'string' },
+    externalId: { type: 'string', fieldName: 'external_id' },
+    name: { type: 'string', nullable: true },
+    metadata: { type: 'json' },
+    messageCount: { type: 'integer', fieldName: 'message_count' },
+    firstSeenAt: { type: 'Date', fieldName: 'first_seen_at' },
+    lastMessageAt: { type: 'Date', fieldName: 'last_message_at', nullable: true },
+    createdAt: { type: 'Date', fieldName: 'created_at' },
+    updatedAt: { type: 'Date', fieldName: 'updated_at' },
+  },
+});
+
+export type MessageDirection = 'inbound' | 'outbound';
+
+export class ConversationMessage {
+  [OptionalProps]?: 'metadata' | 'executionId' | 'nodeId' | 'dedupeKey' | 'createdAt';
+  id!: string;
+  organizationId!: string;
+  customerId!: string;
+  channel!: string;
+  direction!: MessageDirection;
+  text!: string;
+  metadata: Record<string, unknown> = {};
+  executionId: string | null = null;
+  nodeId: string | null = null;
+  dedupeKey: string | null = null;
+  createdAt: Date = new Date();
+}
+
+export const ConversationMessageSchema = new EntitySchema<ConversationMessage>({
+  class: ConversationMessage,
+  tableName: 'messages',
+  properties: {
+    id: { type: 'string', primary: true },
+    organizationId: { type: 'string', fieldName: 'organization_id' },
+    customerId: { type: 'string', fieldName: 'customer_id' },
+    channel: { type: 'string' },
+    direction: { type: 'string' },
+    text: { type: 'text' },
+    metadata: { type: 'json' },
+    executionId: { type: 'string', fieldName: 'execution_id', nullable: true },
+    nodeId: { type: 'string', fieldName: 'node_id', nullable: true },
+    dedupeKey: { type: 'string', fieldName: 'dedupe_key', nullable: true },
+    createdAt: { type: 'Date', fieldName: 'created_at' },
+  },
+});

@@ -1,0 +1,93 @@
+/**
+ * Owns the names the execution workflow shares with the API and the activities: the
+ * workflow-id builder, the reply signal, and the workflow's input and node types. Workflow
+ * code imports this file, so it imports nothing but @temporalio/workflow (no Node
+ * built-ins, no src/, no ORM).
+ */
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+
+/** The Temporal workflow id of an execution is the execution id itself (`exec_...`). */
+export const executionWorkflowId = (executionId: string): string => executionId;
+
+/** Workflow type name, for clients that start it by name. */
+export const EXECUTION_WORKFLOW_TYPE = 'executionWorkflow';
+
+/** Form `timeout_seconds` when the node does not set one: 24 hours. */
+export const DEFAULT_FORM_TIMEOUT_SECONDS = 24 * 3600;
+/** Invalid replies a form field accepts (re-asking each time) before failing with validation_error. */
+export const FORM_MAX_ATTEMPTS = 3;
+
+export interface MessageNodeSpec {
+  id: string;
+  type: 'message';
+  content: string;
+  next?: string;
+}
+export interface AiResponseNodeSpec {
+  id: string;
+  type: 'ai_response';
+  knowledge_base: string;
+  confidence_threshold?: number;
+  fallback?: string;
+  next?: string;
+}
+export interface FormFieldSpec {
+  name: string;
+  type: 'text' | 'email' | 'number' | 'phone';
+  required: boolean;
+  label: string;
+}
+export interface FormNodeSpec {
+  id: string;
+  type: 'form';
+  fields: FormFieldSpec[];
+  timeout_seconds?: number;
+  next?: string;
+}
+export type ExecutionNodeSpec = MessageNodeSpec | AiResponseNodeSpec | FormNodeSpec;
+
+export interface ExecutionWorkflowInput {
+  executionId: string;
+  organizationId: string;
+  workflowId: string;
+  workflowName: string;
+  revision: number;
+  channel: string;
+  customerId: string | null;
+  /** The execution's input: `message` (the inbound text) and whatever the starter passed. */
+  input: Record<string, unknown>;
+  /** The nodes of the revision the execution started on; nodes[0] runs first. */
+  nodes: ExecutionNodeSpec[];
+}
+
+export type ExecutionOutcome = 'success' | 'failed' | 'cancelled';
+
+export interface ExecutionWorkflowResult {
+  status: ExecutionOutcome;
+  output: Record<string, unknown>;
+  errorType?: 'timeout' | 'api_error' | 'validation_error';
+  errorMessage?: string;
+}
+
+/** A customer's message delivered to an execution waiting for input. */
+export interface CustomerReply {
+  messageId: string;
+  text: string;
+}
+export const customerReplySignal = defineSignal<[CustomerReply]>('customerReply');
+
+/** Where the execution is: the node it runs and whether it waits for a reply. */
+export interface ExecutionProgress {
+  nodeId: string | null;
+  waitingForInput: boolean;
+  stepsCompleted: number;
+}
+export const executionProgressQuery = defineQuery<ExecutionProgress>('executionProgress');
+
+/** Activity failure types the workflow maps to an execution error_type. */
+export const ExecutionErrorTypes = {
+  /** Bad configuration or input (knowledge base missing, a reply that never validated). */
+  validation: 'ExecutionValidationError',
+  /** A provider (channel or model endpoint) refused the request. */
+  api: 'ExecutionApiError',
+} as const;

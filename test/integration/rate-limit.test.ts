@@ -1,0 +1,83 @@
+import { freePort } from '../helpers/process';
+import { bearer, createTestApp, type TestApp } from '../helpers/app';
+
+describe('rate limits', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await createTestApp({ RATE_LIMIT_CREDENTIAL_PER_HOUR: '20', RATE_LIMIT_RESOURCE_WRITE_PER_HOUR: '3' });
+  });
+  afterAll(() => t.close());
+
+  it('sends the three headers on every authenticated response, errors included', async () => {
+    const { key } = await t.createKey('admin');
+    const ok = await t.request.get('/v1/workflows').set(bearer(key));
+    expect(ok.headers['x-ratelimit-limit']).toBe('20');
+    expect(ok.headers['x-ratelimit-remaining']).toBe('19');
+    const reset = Number(ok.headers['x-ratelimit-reset']);
+    expect(reset).toBeGreaterThan(Date.now() / 1000);
+    expect(reset).toBeLessThanOrEqual(Date.now() / 1000 + 3601);
+    const missing = await t.request.get('/v1/workflows/wf_missing').set(bearer(key));
+    expect(missing.status).toBe(404);
+    expect(missing.headers['x-ratelimit-remaining']).toBe('18');
+    const invalid = await t.request.post('/v1/workflows').set(bearer(key)).send({});
+    expect(invalid.status).toBe(400);
+    expect(invalid.headers['x-ratelimit-limit']).toBeDefined();
+  });
+
+  it('lets exactly N of N+k concurrent requests through and answers the rest 429 with retry_after', async () => {
+    const { key } = await t.createKey('read');
+    const responses = await Promise.all(Array.from({ length: 30 }, () => t.request.get('/v1/workflows').set(bearer(key))));
+    const passed = responses.filter((r) => r.status === 200);
+    const limited = responses.filter((r) => r.status === 429);
+    expect(passed).toHaveLength(20);
+    expect(limited).toHaveLength(10);
+    const one = limited[0]!;
+    expect(one.body.error).toMatchObject({ code: 'RATE_LIMIT_EXCEEDED', retry_after: expect.any(Number) });
+    expect(one.body.error.retry_after).toBeGreaterThan(0);
+    expect(one.headers['retry-after']).toBe(String(one.body.error.retry_after));
+    expect(one.headers['x-ratelimit-remaining']).toBe('0');
+  });
+
+  it('applies the per-operation limit besides the credential limit and reports the tighter one', async () => {
+    const { key } = await t.createKey('read_write');
+    for (let i = 0; i < 3; i++) {
+      const res = await t.request.post('/v1/workflows').set(bearer(key)).send({ name: `rl ${i}`, channel: 'voice' });
+      expect(res.status).toBe(201);
+      expect(res.headers['x-ratelimit-limit']).toBe('3');
+      expect(res.headers['x-ratelimit-remaining']).toBe(String(2 - i));
+    }
+    const refused = await t.request.post('/v1/workflows').set(bearer(key)).send({ name: 'rl 3', channel: 'voice' });
+    expect(refused.status).toBe(429);
+    expect(await t.query("select 1 from workflows where name = 'rl 3'")).toHaveLength(0);
+    const read = await t.request.get('/v1/workflows').set(bearer(key));
+    expect(read.status).toBe(200);
+    expect(read.headers['x-ratelimit-limit']).toBe('20');
+  });
+
+  it('leaves no counter without an expiry in Redis', async () => {
+    const keys = await t.services.redis.keys(`${t.config.REDIS_KEY_PREFIX}rl:*`);
+    expect(keys.length).toBeGreaterThan(0);
+    for (const k of keys) expect(await t.services.redis.pttl(k)).toBeGreaterThan(0);
+  });
+
+  it('keeps serving and limiting in process memory while Redis is unreachable', async () => {
+    const deadRedis = `redis://127.0.0.1:${await freePort()}`;
+    const offline = await createTestApp({ DATABASE_URL: t.databaseUrl, REDIS_URL: deadRedis, RATE_LIMIT_CREDENTIAL_PER_HOUR: '5' });
+    try {
+      const { key } = await t.createKey('read');
+      const statuses: number[] = [];
+      for (let i = 0; i < 7; i++) {
+        const res = await offline.request.get('/v1/workflows').set(bearer(key));
+        statuses.push(res.status);
+        expect(res.headers['x-ratelimit-limit']).toBe('5');
+      }
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429]);
+      const ready = await offline.request.get('/readyz');
+      expect(ready.status).toBe(503);
+      expect(ready.body.checks).toMatchObject({ postgres: 'ok', redis: 'unavailable' });
+    } finally {
+      await offline.close();
+    }
+  });
+});
