@@ -19,7 +19,7 @@ import type { Services } from './services';
 import { isTemporalReachable } from './temporal-client';
 
 /** Every module's routes; a new module adds its factory here. */
-const ROUTE_FACTORIES: Array<(s: Services) => AnyRoute[]> = [apiKeyRoutes, workflowRoutes];
+export const ROUTE_FACTORIES: Array<(s: Services) => AnyRoute[]> = [apiKeyRoutes, workflowRoutes];
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 

@@ -21,6 +21,7 @@ export const ID_PREFIX = {
   workflow: 'wf',
   workflowRevision: 'wfrev',
   execution: 'exec',
+  executionStep: 'step',
   trigger: 'trg',
   triggerExecution: 'trgexec',
   webhook: 'wh',

@@ -91,3 +91,20 @@ export const ExecutionErrorTypes = {
   /** A provider (channel or model endpoint) refused the request. */
   api: 'ExecutionApiError',
 } as const;
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const PHONE = /^\+?[0-9 ()-]{6,20}$/;
+const NUMBER = /^-?\d+(\.\d+)?$/;
+
+/**
+ * Checks one reply against a form field: returns the stored value, or the problem to tell
+ * the customer. Pure, so the workflow runs it deterministically.
+ */
+export function validateFormReply(field: FormFieldSpec, text: string): { value: string } | { problem: string } {
+  const value = text.trim();
+  if (value === '') return field.required ? { problem: `${field.label} is required` } : { value: '' };
+  if (field.type === 'email' && !EMAIL.test(value)) return { problem: 'That does not look like an email address' };
+  if (field.type === 'phone' && !PHONE.test(value)) return { problem: 'That does not look like a phone number' };
+  if (field.type === 'number' && !NUMBER.test(value)) return { problem: 'Please answer with a number' };
+  return { value: value.slice(0, 4096) };
+}

@@ -86,6 +86,7 @@ export async function notFoundFallback(ctx: Context, next: Next) {
     ctx.status = 405;
     ctx.body = { error: { code: 'METHOD_NOT_ALLOWED', message: `Method ${ctx.method} is not allowed here; allowed: ${allow}` } };
   } else if (ctx.status === 404) {
+    ctx.status = 404; // Marks the status explicit so that setting the body keeps it.
     ctx.body = { error: { code: 'NOT_FOUND', message: `No route for ${ctx.method} ${ctx.path}` } };
   }
 }

@@ -4,6 +4,8 @@
  * arrive through `deps` so tests can build activities against their own services.
  */
 import { createConnectivityActivities } from './connectivity.activities';
+import { createTriggerActivities } from './triggers.activities';
+import { createWebhookActivities } from './webhooks.activities';
 
 import type { Services } from '../../src/services';
 
@@ -12,9 +14,11 @@ export interface ActivityDeps {
   services: Services;
 }
 
-export function createActivities(_deps: ActivityDeps) {
+export function createActivities(deps: ActivityDeps) {
   return {
     ...createConnectivityActivities(),
+    ...createTriggerActivities({ services: deps.services }),
+    ...createWebhookActivities({ services: deps.services }),
   };
 }
 

@@ -3,3 +3,5 @@
  * re-exported here, and only deterministic workflow code may be reachable from it.
  */
 export * from './connectivity.workflow';
+export * from './scheduled-trigger.workflow';
+export * from './webhook-delivery.workflow';

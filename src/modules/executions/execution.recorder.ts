@@ -1,0 +1,163 @@
+/**
+ * Owns the writes an execution makes while it runs (called by the execution activities and
+ * by cancel): outbound messages into the transcript, steps, the waiting flag, and the final
+ * status with the workflow counters and workflow.* events. Every write is idempotent, so an
+ * activity retried after a worker crash never records a step, a message or a completion
+ * twice: steps are unique per (execution, node), outbound messages per dedupe key, and a
+ * completion only applies to a row still `running`.
+ */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { newId } from '../../ids';
+import { recordEvent } from '../events/outbox';
+import type { ErrorType, ExecutionStatus } from './execution.entity';
+import { workflowEventData } from './execution.starter';
+
+export interface ExecutionContext {
+  executionId: string;
+  organizationId: string;
+  workflowId: string;
+  channel: string;
+  customerId: string | null;
+}
+
+export interface StepRecord {
+  nodeId: string;
+  type: string;
+  status: 'completed' | 'failed';
+  startedAt: Date;
+  input: Record<string, unknown>;
+  output: Record<string, unknown>;
+  errorType?: string;
+  errorMessage?: string;
+}
+
+/** The stored output of a step already recorded, or undefined. */
+export async function findStepOutput(em: EntityManager, executionId: string, nodeId: string): Promise<Record<string, unknown> | undefined> {
+  const [row] = await em.execute<Array<{ output: Record<string, unknown> }>>(
+    'select output from execution_steps where execution_id = ? and node_id = ?',
+    [executionId, nodeId],
+  );
+  return row?.output;
+}
+
+export async function insertStep(em: EntityManager, ctx: ExecutionContext, step: StepRecord): Promise<boolean> {
+  const completedAt = new Date();
+  const rows = await em.execute<Array<{ id: string }>>(
+    `insert into execution_steps (id, execution_id, organization_id, node_id, type, status, started_at, completed_at, duration_ms,
+                                  input, output, error_type, error_message)
+     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?)
+     on conflict (execution_id, node_id) do nothing returning id`,
+    [
+      newId('executionStep'),
+      ctx.executionId,
+      ctx.organizationId,
+      step.nodeId,
+      step.type,
+      step.status,
+      step.startedAt,
+      completedAt,
+      Math.max(0, completedAt.getTime() - step.startedAt.getTime()),
+      JSON.stringify(step.input),
+      JSON.stringify(step.output),
+      step.errorType ?? null,
+      step.errorMessage ?? null,
+    ],
+  );
+  return rows.length > 0;
+}
+
+/**
+ * Stores an outbound message in the transcript (once per dedupe key) with its
+ * `message.sent` event. Without a customer there is no transcript to write.
+ */
+export async function storeOutboundMessage(
+  em: EntityManager,
+  ctx: ExecutionContext,
+  msg: { dedupeKey: string; nodeId: string; text: string },
+): Promise<string | undefined> {
+  if (!ctx.customerId) return undefined;
+  const id = newId('message');
+  const rows = await em.execute<Array<{ id: string; created_at: Date }>>(
+    `insert into messages (id, organization_id, customer_id, channel, direction, text, execution_id, node_id, dedupe_key)
+     values (?, ?, ?, ?, 'outbound', ?, ?, ?, ?)
+     on conflict (dedupe_key) do nothing returning id, created_at`,
+    [id, ctx.organizationId, ctx.customerId, ctx.channel, msg.text, ctx.executionId, msg.nodeId, msg.dedupeKey],
+  );
+  if (rows.length === 0) return undefined;
+  await em.execute('update customers set message_count = message_count + 1 where id = ?', [ctx.customerId]);
+  recordEvent(em, {
+    organizationId: ctx.organizationId,
+    type: 'message.sent',
+    data: {
+      message_id: id,
+      customer_id: ctx.customerId,
+      channel: ctx.channel,
+      text: msg.text,
+      workflow_id: ctx.workflowId,
+      execution_id: ctx.executionId,
+      node_id: msg.nodeId,
+    },
+  });
+  return id;
+}
+
+/** Marks the execution as waiting on a form node: the API routes the customer's next message to it. */
+export async function setWaiting(em: EntityManager, ctx: ExecutionContext, nodeId: string, field: string): Promise<void> {
+  await em.execute(
+    `update executions set waiting_node_id = ?, output = ?::jsonb where id = ? and status = 'running'`,
+    [nodeId, JSON.stringify({ response: null, next_action: 'wait_for_input', node_id: nodeId, field }), ctx.executionId],
+  );
+}
+
+export async function clearWaiting(em: EntityManager, ctx: ExecutionContext): Promise<void> {
+  await em.execute(`update executions set waiting_node_id = null, output = null where id = ? and status = 'running'`, [ctx.executionId]);
+}
+
+export interface Completion {
+  status: Exclude<ExecutionStatus, 'running'>;
+  output: Record<string, unknown> | null;
+  errorType?: ErrorType;
+  errorMessage?: string;
+}
+
+/**
+ * Finishes a running execution: final status, duration, the workflow's success/failure
+ * counters and the workflow.completed (and, for a failure, workflow.failed) events, in the
+ * caller's transaction. A no-op (returns false) when the execution already finished.
+ */
+export async function finishExecution(em: EntityManager, executionId: string, c: Completion): Promise<boolean> {
+  const [row] = await em.execute<
+    Array<{ organization_id: string; workflow_id: string; customer_id: string | null; channel: string; duration_ms: number; completed_at: Date }>
+  >(
+    `update executions
+        set status = ?, output = ?::jsonb, error_type = ?, error_message = ?, waiting_node_id = null,
+            completed_at = clock_timestamp(),
+            duration_ms = greatest(0, round(extract(epoch from (clock_timestamp() - started_at)) * 1000))::int
+      where id = ? and status = 'running'
+      returning organization_id, workflow_id, customer_id, channel, duration_ms, completed_at`,
+    [c.status, c.output === null ? null : JSON.stringify(c.output), c.errorType ?? null, c.errorMessage?.slice(0, 2000) ?? null, executionId],
+  );
+  if (!row) return false;
+  if (c.status !== 'cancelled') {
+    const column = c.status === 'success' ? 'success_count' : 'failure_count';
+    await em.execute(`update workflows set ${column} = ${column} + 1 where id = ?`, [row.workflow_id]);
+  }
+  const data = workflowEventData({
+    workflowId: row.workflow_id,
+    id: executionId,
+    status: c.status,
+    durationMs: row.duration_ms,
+    customerId: row.customer_id,
+    channel: row.channel,
+  });
+  recordEvent(em, { organizationId: row.organization_id, type: 'workflow.completed', data, occurredAt: row.completed_at });
+  if (c.status === 'failed') {
+    recordEvent(em, {
+      organizationId: row.organization_id,
+      type: 'workflow.failed',
+      data: { ...data, error_type: c.errorType ?? null, error_message: c.errorMessage ?? null },
+      occurredAt: row.completed_at,
+    });
+  }
+  return true;
+}

@@ -1,0 +1,111 @@
+/**
+ * Owns the Temporal Schedule of each schedule trigger (id `trigger-schedule:<trigger id>`):
+ * built from the trigger's cron, timezone and start/end dates, paused whenever the trigger
+ * is not active, and deleted with it. `syncTriggerSchedule` is idempotent (create or
+ * update to match the trigger), so callers run it inside the database transaction that
+ * changed the trigger and a failure rolls that change back.
+ *
+ * PostgreSQL stays the source of truth: a tick that reaches a trigger which can no longer
+ * fire is skipped by the activity, so a schedule left behind by a crash does no harm.
+ */
+import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type ScheduleOptions } from '@temporalio/client';
+import { AppError } from '../../http/errors';
+import type { Services } from '../../services';
+import { SearchAttributeKeys } from '../../../temporal/shared';
+import {
+  SCHEDULED_TRIGGER_WORKFLOW,
+  scheduledTriggerWorkflowId,
+  triggerScheduleId,
+  type ScheduledTriggerInput,
+} from '../../../temporal/triggers.shared';
+import type { Trigger } from './trigger.entity';
+import type { ScheduleTriggerConfig } from './trigger.schemas';
+
+export interface ScheduleTarget {
+  trigger: Pick<Trigger, 'id' | 'organizationId' | 'workflowId' | 'name' | 'status' | 'channel' | 'configuration'>;
+  workflowName: string;
+}
+
+function scheduleOptions(services: Services, { trigger, workflowName }: ScheduleTarget): ScheduleOptions {
+  const config = trigger.configuration as unknown as ScheduleTriggerConfig;
+  const args: [ScheduledTriggerInput] = [{ organizationId: trigger.organizationId, triggerId: trigger.id }];
+  const typedSearchAttributes = [
+    { key: SearchAttributeKeys.organizationId, value: trigger.organizationId },
+    { key: SearchAttributeKeys.workflowId, value: trigger.workflowId },
+    { key: SearchAttributeKeys.triggerId, value: trigger.id },
+    { key: SearchAttributeKeys.channel, value: trigger.channel },
+  ];
+  return {
+    scheduleId: triggerScheduleId(trigger.id),
+    spec: {
+      cronExpressions: [config.cron_expression],
+      timezone: config.timezone,
+      ...(config.start_date ? { startAt: new Date(config.start_date) } : {}),
+      ...(config.end_date ? { endAt: new Date(config.end_date) } : {}),
+    },
+    action: {
+      type: 'startWorkflow',
+      workflowType: SCHEDULED_TRIGGER_WORKFLOW,
+      workflowId: scheduledTriggerWorkflowId(trigger.id),
+      taskQueue: services.config.TEMPORAL_TASK_QUEUE,
+      args,
+      typedSearchAttributes,
+      memo: { trigger_name: trigger.name, workflow_name: workflowName },
+      workflowExecutionTimeout: '15 minutes',
+    },
+    // A tick that finds the previous one still running is skipped, not queued; a missed
+    // tick (server or worker down) is caught up within a minute, never hours later.
+    policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 minute', pauseOnFailure: false },
+    memo: { trigger_name: trigger.name, workflow_name: workflowName },
+    typedSearchAttributes,
+    state: { paused: trigger.status !== 'active', note: `trigger ${trigger.status}` },
+  };
+}
+
+/** Creates or updates the trigger's schedule so it matches the trigger (paused unless active). */
+export async function syncTriggerSchedule(services: Services, target: ScheduleTarget): Promise<void> {
+  const options = scheduleOptions(services, target);
+  const client = services.temporal.client.schedule;
+  try {
+    try {
+      await client.getHandle(options.scheduleId).update(() => ({
+        spec: options.spec,
+        action: options.action,
+        policies: options.policies,
+        typedSearchAttributes: options.typedSearchAttributes,
+        state: { paused: options.state?.paused ?? false, note: options.state?.note },
+      }));
+    } catch (err) {
+      if (!(err instanceof ScheduleNotFoundError)) throw err;
+      await client.create(options).catch((createErr: unknown) => {
+        // Created concurrently since the update failed: it was built from the same trigger.
+        if (!(createErr instanceof ScheduleAlreadyRunning)) throw createErr;
+      });
+    }
+  } catch (err) {
+    throw asScheduleError(services, err, target.trigger.id);
+  }
+}
+
+export async function deleteTriggerSchedule(services: Services, triggerId: string): Promise<void> {
+  try {
+    await services.temporal.client.schedule.getHandle(triggerScheduleId(triggerId)).delete();
+  } catch (err) {
+    if (err instanceof ScheduleNotFoundError) return;
+    throw asScheduleError(services, err, triggerId);
+  }
+}
+
+/** Temporal refusing the spec is the client's cron; anything else means Temporal is unavailable. */
+function asScheduleError(services: Services, err: unknown, triggerId: string): Error {
+  if (err instanceof AppError) return err;
+  const message = (err as Error)?.message ?? String(err);
+  if (/invalid.*(cron|spec|time ?zone)|cron|unknown time zone/i.test(message) && (err as { code?: number }).code === 3) {
+    return new AppError(422, 'INVALID_CRON_EXPRESSION', `The scheduler rejected the schedule: ${message}`, { field: 'configuration.cron_expression' });
+  }
+  services.logger.error({ err, trigger_id: triggerId }, 'could not sync the trigger schedule with Temporal');
+  return new AppError(503, 'SCHEDULER_UNAVAILABLE', 'The scheduler is unavailable; the trigger was not changed. Retry shortly.', {
+    headers: { 'Retry-After': '5' },
+    retryAfter: 5,
+  });
+}

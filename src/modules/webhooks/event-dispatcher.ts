@@ -1,0 +1,199 @@
+/**
+ * Owns event delivery fan-out (runs in the worker process): takes undispatched outbox rows
+ * with `for update skip locked` (so several dispatchers share the work), starts one
+ * delivery workflow per (event, subscribed active webhook of the same organization) and
+ * stamps `dispatched_at` in the same transaction. The workflow id is derived from the
+ * event and the webhook and started with REJECT_DUPLICATE / USE_EXISTING, so a dispatcher
+ * that crashes after starting workflows but before committing, or a second dispatcher,
+ * never causes a second first attempt. Woken by LISTEN/NOTIFY, with polling as the fallback.
+ */
+import { Client as PgClient } from 'pg';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { TypedSearchAttributes, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import type { Services } from '../../services';
+import { SearchAttributeKeys } from '../../../temporal/shared';
+import { deliveryWorkflowId, type WebhookDeliveryInput } from '../../../temporal/webhooks.shared';
+
+export const EVENTS_CHANNEL = 'wfa_events';
+/** The workflow type name (the dispatcher must not import workflow code). */
+const DELIVERY_WORKFLOW = 'webhookDeliveryWorkflow';
+
+interface EventRow {
+  id: string;
+  organization_id: string;
+  type: string;
+}
+interface HookRow {
+  id: string;
+  organization_id: string;
+  events: string[];
+  max_retries: number;
+  retry_delay_ms: number;
+}
+
+export interface DispatcherOptions {
+  pollMs?: number;
+  batchSize?: number;
+  /** Temporal starts in flight at once. */
+  startConcurrency?: number;
+}
+
+async function mapLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) await fn(items[next++]!);
+  });
+  await Promise.all(workers);
+}
+
+export class EventDispatcher {
+  private stopped = true;
+  private loopDone: Promise<void> | undefined;
+  private listener: PgClient | undefined;
+  private wakePending = false;
+  private wake: (() => void) | undefined;
+  private readonly pollMs: number;
+  private readonly batchSize: number;
+  private readonly startConcurrency: number;
+
+  constructor(
+    private readonly services: Services,
+    opts: DispatcherOptions = {},
+  ) {
+    this.pollMs = opts.pollMs ?? services.config.WEBHOOK_DISPATCH_POLL_MS;
+    this.batchSize = opts.batchSize ?? 200;
+    this.startConcurrency = opts.startConcurrency ?? 32;
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    void this.listen();
+    this.loopDone = this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.notify();
+    await this.loopDone;
+    const l = this.listener;
+    this.listener = undefined;
+    await l?.end().catch(() => undefined);
+  }
+
+  /** Dispatches one batch; returns how many events it stamped. */
+  async dispatchOnce(): Promise<number> {
+    const em = this.services.orm.em.fork() as EntityManager;
+    return await em.transactional(async (tx) => {
+      const events: EventRow[] = await tx.execute(
+        `select id, organization_id, type from events where dispatched_at is null
+         order by created_at limit ? for update skip locked`,
+        [this.batchSize],
+      );
+      if (events.length === 0) return 0;
+      const orgs = [...new Set(events.map((e) => e.organization_id))];
+      const hooks: HookRow[] = await tx.execute(
+        `select id, organization_id, events, max_retries, retry_delay_ms from webhooks
+         where active and organization_id in (select jsonb_array_elements_text(?::jsonb))`,
+        [JSON.stringify(orgs)],
+      );
+      const starts: Array<{ event: EventRow; hook: HookRow }> = [];
+      for (const event of events) {
+        for (const hook of hooks) {
+          if (hook.organization_id === event.organization_id && hook.events.includes(event.type)) starts.push({ event, hook });
+        }
+      }
+      await mapLimit(starts, this.startConcurrency, ({ event, hook }) => this.startDelivery(event, hook));
+      await tx.execute(
+        `update events set dispatched_at = now() where id in (select jsonb_array_elements_text(?::jsonb))`,
+        [JSON.stringify(events.map((e) => e.id))],
+      );
+      return events.length;
+    });
+  }
+
+  private async startDelivery(event: EventRow, hook: HookRow): Promise<void> {
+    const input: WebhookDeliveryInput = {
+      eventId: event.id,
+      webhookId: hook.id,
+      organizationId: event.organization_id,
+      retryPolicy: { max_retries: hook.max_retries, retry_delay_ms: hook.retry_delay_ms },
+      httpTimeoutMs: this.services.config.WEBHOOK_TIMEOUT_MS,
+    };
+    try {
+      await this.services.temporal.client.workflow.start(DELIVERY_WORKFLOW, {
+        taskQueue: this.services.config.TEMPORAL_TASK_QUEUE,
+        workflowId: deliveryWorkflowId(event.id, hook.id),
+        args: [input],
+        // Never a second delivery workflow for this (event, webhook): not while one runs,
+        // not after it closed.
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        typedSearchAttributes: new TypedSearchAttributes([{ key: SearchAttributeKeys.organizationId, value: event.organization_id }]),
+      });
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) return; // an earlier dispatch started it
+      throw err;
+    }
+  }
+
+  private notify() {
+    this.wakePending = true;
+    this.wake?.();
+  }
+
+  private async waitForWake(): Promise<void> {
+    if (this.wakePending || this.stopped) {
+      this.wakePending = false;
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, this.pollMs);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+    this.wake = undefined;
+    this.wakePending = false;
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopped) {
+      let n = 0;
+      try {
+        n = await this.dispatchOnce();
+      } catch (err) {
+        this.services.logger.error({ err }, 'event dispatch failed; retrying');
+      }
+      if (n < this.batchSize) await this.waitForWake();
+    }
+  }
+
+  /** LISTEN for inserts; on any connection error fall back to polling and retry later. */
+  private async listen(): Promise<void> {
+    if (this.stopped) return;
+    const client = new PgClient({ connectionString: this.services.config.DATABASE_URL });
+    client.on('notification', () => this.notify());
+    client.on('error', () => {
+      if (this.listener === client) this.listener = undefined;
+      void client.end().catch(() => undefined);
+      if (!this.stopped) setTimeout(() => void this.listen(), 2_000).unref();
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${EVENTS_CHANNEL}`);
+      if (this.stopped) {
+        await client.end();
+        return;
+      }
+      this.listener = client;
+      this.notify(); // events may have arrived before we listened
+    } catch (err) {
+      this.services.logger.warn({ err }, 'event LISTEN failed; polling only until it reconnects');
+      await client.end().catch(() => undefined);
+      if (!this.stopped) setTimeout(() => void this.listen(), 2_000).unref();
+    }
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * Owns the webhook delivery activity: one attempt per activity attempt. The attempt
+ * number comes from Temporal (plus the attempts of earlier deliveries when this is a
+ * redelivery), so `retry_count` and `X-Service-Delivery-Attempt` match the log. Outcomes
+ * become Temporal failures: final answers are non-retryable by type, a 429's Retry-After
+ * becomes nextRetryDelay (never beyond the 30 s cap, never sooner than the policy).
+ */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Services } from '../../src/services';
+import { performDeliveryAttempt } from '../../src/modules/webhooks/webhook.delivery';
+import { WebhookSender } from '../../src/modules/webhooks/webhook.sender';
+import {
+  MAX_RETRY_INTERVAL_MS,
+  retryDelayMs,
+  WEBHOOK_FINAL_FAILURE,
+  WEBHOOK_RETRYABLE_FAILURE,
+  type WebhookDeliveryInput,
+  type WebhookDeliveryResult,
+} from '../webhooks.shared';
+
+export function createWebhookActivities(deps: { services: Services; sender?: WebhookSender }) {
+  let sender = deps.sender;
+  const getSender = () => (sender ??= WebhookSender.fromConfig(deps.services.config));
+  return {
+    async deliverWebhookAttempt(input: WebhookDeliveryInput): Promise<WebhookDeliveryResult> {
+      const temporalAttempt = Context.current().info.attempt;
+      const attempt = (input.previousAttempts ?? 0) + temporalAttempt;
+      const em = deps.services.orm.em.fork() as EntityManager;
+      const result = await performDeliveryAttempt(em, getSender(), {
+        eventId: input.eventId,
+        webhookId: input.webhookId,
+        organizationId: input.organizationId,
+        attempt,
+      });
+      switch (result.kind) {
+        case 'skipped':
+          return { status: 'skipped', reason: result.reason };
+        case 'delivered':
+          return { status: 'delivered', attempt: result.attempt, responseCode: result.responseCode };
+        case 'final':
+          throw ApplicationFailure.create({ type: WEBHOOK_FINAL_FAILURE, message: result.message, nonRetryable: true });
+        case 'retry': {
+          let nextRetryDelay: number | undefined;
+          if (result.retryAfterMs !== undefined) {
+            const policyDelay = retryDelayMs(input.retryPolicy, temporalAttempt);
+            nextRetryDelay = Math.min(Math.max(result.retryAfterMs, policyDelay), MAX_RETRY_INTERVAL_MS);
+          }
+          throw ApplicationFailure.create({
+            type: WEBHOOK_RETRYABLE_FAILURE,
+            message: result.message,
+            ...(nextRetryDelay !== undefined ? { nextRetryDelay } : {}),
+          });
+        }
+      }
+    },
+  };
+}
+
+export type WebhookActivities = ReturnType<typeof createWebhookActivities>;
