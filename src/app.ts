@@ -14,12 +14,22 @@ import { errorEnvelope, notFoundFallback, requestContext } from './http/middlewa
 import { generateDocument, OpenAPIRegistry } from './http/openapi';
 import { type AnyRoute, mountRoutes } from './http/route';
 import { apiKeyRoutes } from './modules/api-keys/api-key.routes';
+import { customerRoutes } from './modules/customers/customer.routes';
+import { executionRoutes } from './modules/executions/execution.routes';
+import { knowledgeBaseRoutes } from './modules/knowledge-bases/knowledge-base.routes';
+import { triggerReceiverRouter } from './modules/triggers/trigger-receiver';
+import { triggerRoutes } from './modules/triggers/trigger.routes';
 import { workflowRoutes } from './modules/workflows/workflow.routes';
+import { webhookRoutes } from './modules/webhooks/webhook.routes';
+import { registerWebhookEventDocs } from './modules/webhooks/webhook.events-doc';
 import type { Services } from './services';
 import { isTemporalReachable } from './temporal-client';
 
 /** Every module's routes; a new module adds its factory here. */
-export const ROUTE_FACTORIES: Array<(s: Services) => AnyRoute[]> = [apiKeyRoutes, workflowRoutes];
+export const ROUTE_FACTORIES: Array<(s: Services) => AnyRoute[]> = [apiKeyRoutes, workflowRoutes, webhookRoutes, triggerRoutes, executionRoutes, customerRoutes, knowledgeBaseRoutes];
+
+/** Routers outside /v1 that every app mounts (receivers that authenticate requests their own way). */
+const EXTRA_ROUTER_FACTORIES: Array<(s: Services) => Router> = [triggerReceiverRouter];
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -48,6 +58,7 @@ export function createApp(services: Services, options: AppOptions = {}) {
   });
 
   for (const factory of ROUTE_FACTORIES) mountRoutes(router, registry, services, factory(services));
+  registerWebhookEventDocs(registry);
 
   const document = generateDocument(registry, services.config.BASE_URL);
   router.get('/v1/openapi.json', (ctx) => {
@@ -72,7 +83,8 @@ export function createApp(services: Services, options: AppOptions = {}) {
   );
   app.use((_ctx: Context, next: Next) => RequestContext.create(services.orm.em, next));
   app.use(notFoundFallback);
-  for (const extra of options.extraRouters ?? []) app.use(extra.routes()).use(extra.allowedMethods());
+  const extras = [...EXTRA_ROUTER_FACTORIES.map((f) => f(services)), ...(options.extraRouters ?? [])];
+  for (const extra of extras) app.use(extra.routes()).use(extra.allowedMethods());
   app.use(router.routes());
   app.use(router.allowedMethods());
   return { app, document };

@@ -9,6 +9,8 @@ import { ConfigError, loadConfig } from './config';
 import { createOrm, ensureDatabase, migrate } from './db/orm';
 import { createLogger } from './logger';
 import { closeServices, createServices } from './services';
+import { EventDispatcher } from './modules/webhooks/event-dispatcher';
+import { runExecutionReconciler } from './modules/executions/execution.reconciler';
 import { createActivities } from '../temporal/activities';
 import { createWorker, runWorker, type RunningWorker } from '../temporal/worker';
 
@@ -36,6 +38,8 @@ async function main() {
   }
 
   let worker: RunningWorker | undefined;
+  let dispatcher: EventDispatcher | undefined;
+  let stopReconciler: (() => Promise<void>) | undefined;
   if (role !== 'api') {
     worker = runWorker(
       await createWorker({
@@ -46,6 +50,11 @@ async function main() {
       }),
     );
     logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker running');
+    // The outbox → webhook delivery fan-out lives with the worker (see event-dispatcher.ts).
+    dispatcher = new EventDispatcher(services);
+    dispatcher.start();
+    // Starts executions whose Temporal start a crash interrupted (see execution.starter.ts).
+    stopReconciler = runExecutionReconciler(services);
     worker.done.catch((err: unknown) => {
       logger.fatal({ err }, 'worker stopped with an error');
       process.exit(1);
@@ -60,6 +69,8 @@ async function main() {
     await Promise.all([
       server && new Promise<void>((resolve) => server!.close(() => resolve())),
       worker?.shutdown(),
+      dispatcher?.stop(),
+      stopReconciler?.(),
     ]);
     await closeServices(services);
     logger.info('stopped');

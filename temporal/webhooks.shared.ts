@@ -36,6 +36,14 @@ export function retryDelayMs(p: WebhookRetryPolicyInput, n: number): number {
   return Math.min(p.retry_delay_ms * RETRY_BACKOFF_COEFFICIENT ** (n - 1), MAX_RETRY_INTERVAL_MS);
 }
 
+/**
+ * The wait after a 429 answer to attempt `n` that carried Retry-After: honoured, but never
+ * sooner than the policy's own delay and never beyond the 30 s cap.
+ */
+export function delayAfterRetryAfter(p: WebhookRetryPolicyInput, n: number, retryAfterMs: number): number {
+  return Math.min(Math.max(retryAfterMs, retryDelayMs(p, n)), MAX_RETRY_INTERVAL_MS);
+}
+
 /** One delivery workflow per (event, webhook): a crash or a second dispatcher finds it taken. */
 export const deliveryWorkflowId = (eventId: string, webhookId: string) => `webhook-delivery:${eventId}:${webhookId}`;
 

@@ -101,6 +101,8 @@ end
 return out
 `;
 
+type RedisWithLimitScript = Redis & { checkRateLimits(numKeys: number, ...keysAndArgs: Array<string | number>): Promise<number[]> };
+
 interface Window {
   count: number;
   expiresAt: number;
@@ -114,7 +116,10 @@ export class RateLimiter {
     private readonly redis: Redis,
     private readonly keyPrefix: string,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    // A defined command is sent as EVALSHA: the script body crosses the wire once, not per request.
+    if (!('checkRateLimits' in redis)) redis.defineCommand('checkRateLimits', { lua: SCRIPT });
+  }
 
   async check(checks: LimitCheck[]): Promise<RateLimitResult> {
     const keys = checks.map((c) => `${this.keyPrefix}rl:${c.rule.name}:${c.subject}`);
@@ -123,7 +128,7 @@ export class RateLimiter {
     let allowed: boolean;
     try {
       const args = checks.flatMap((c) => [c.rule.windowMs, c.rule.limit]);
-      const raw = (await this.redis.eval(SCRIPT, keys.length, ...keys, ...args)) as number[];
+      const raw = await (this.redis as RedisWithLimitScript).checkRateLimits(keys.length, ...keys, ...args);
       allowed = raw[0] === 1;
       counts = checks.map((_, i) => ({ count: raw[1 + 2 * i] ?? 0, ttlMs: raw[2 + 2 * i] ?? 0 }));
     } catch (err) {

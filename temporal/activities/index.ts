@@ -4,6 +4,7 @@
  * arrive through `deps` so tests can build activities against their own services.
  */
 import { createConnectivityActivities } from './connectivity.activities';
+import { createExecutionActivities } from './executions.activities';
 import { createTriggerActivities } from './triggers.activities';
 import { createWebhookActivities } from './webhooks.activities';
 
@@ -17,6 +18,7 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createConnectivityActivities(),
+    ...createExecutionActivities({ services: deps.services }),
     ...createTriggerActivities({ services: deps.services }),
     ...createWebhookActivities({ services: deps.services }),
   };

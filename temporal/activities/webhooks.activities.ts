@@ -12,8 +12,7 @@ import type { Services } from '../../src/services';
 import { performDeliveryAttempt } from '../../src/modules/webhooks/webhook.delivery';
 import { WebhookSender } from '../../src/modules/webhooks/webhook.sender';
 import {
-  MAX_RETRY_INTERVAL_MS,
-  retryDelayMs,
+  delayAfterRetryAfter,
   WEBHOOK_FINAL_FAILURE,
   WEBHOOK_RETRYABLE_FAILURE,
   type WebhookDeliveryInput,
@@ -42,11 +41,8 @@ export function createWebhookActivities(deps: { services: Services; sender?: Web
         case 'final':
           throw ApplicationFailure.create({ type: WEBHOOK_FINAL_FAILURE, message: result.message, nonRetryable: true });
         case 'retry': {
-          let nextRetryDelay: number | undefined;
-          if (result.retryAfterMs !== undefined) {
-            const policyDelay = retryDelayMs(input.retryPolicy, temporalAttempt);
-            nextRetryDelay = Math.min(Math.max(result.retryAfterMs, policyDelay), MAX_RETRY_INTERVAL_MS);
-          }
+          const nextRetryDelay =
+            result.retryAfterMs === undefined ? undefined : delayAfterRetryAfter(input.retryPolicy, temporalAttempt, result.retryAfterMs);
           throw ApplicationFailure.create({
             type: WEBHOOK_RETRYABLE_FAILURE,
             message: result.message,

@@ -3,5 +3,6 @@
  * re-exported here, and only deterministic workflow code may be reachable from it.
  */
 export * from './connectivity.workflow';
+export * from './execution.workflow';
 export * from './scheduled-trigger.workflow';
 export * from './webhook-delivery.workflow';

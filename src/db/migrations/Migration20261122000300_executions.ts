@@ -76,8 +76,12 @@ export class Migration20261122000300_executions extends Migration {
         execution_id text,
         node_id text,
         dedupe_key text unique,
+        language text,
+        -- Inbound replies routed to a waiting execution: set once the signal is accepted.
+        delivered_at timestamptz,
         created_at timestamptz not null default now()
       );
+      create index messages_undelivered_idx on messages (created_at) where direction = 'inbound' and execution_id is not null and delivered_at is null;
       create index messages_customer_idx on messages (customer_id, created_at desc, id desc);
       create index messages_org_created_idx on messages (organization_id, created_at);
 

@@ -42,7 +42,7 @@ export const CustomerSchema = new EntitySchema<Customer>({
 export type MessageDirection = 'inbound' | 'outbound';
 
 export class ConversationMessage {
-  [OptionalProps]?: 'metadata' | 'executionId' | 'nodeId' | 'dedupeKey' | 'createdAt';
+  [OptionalProps]?: 'metadata' | 'executionId' | 'nodeId' | 'dedupeKey' | 'language' | 'deliveredAt' | 'createdAt';
   id!: string;
   organizationId!: string;
   customerId!: string;
@@ -53,6 +53,8 @@ export class ConversationMessage {
   executionId: string | null = null;
   nodeId: string | null = null;
   dedupeKey: string | null = null;
+  language: string | null = null;
+  deliveredAt: Date | null = null;
   createdAt: Date = new Date();
 }
 
@@ -70,6 +72,8 @@ export const ConversationMessageSchema = new EntitySchema<ConversationMessage>({
     executionId: { type: 'string', fieldName: 'execution_id', nullable: true },
     nodeId: { type: 'string', fieldName: 'node_id', nullable: true },
     dedupeKey: { type: 'string', fieldName: 'dedupe_key', nullable: true },
+    language: { type: 'string', nullable: true },
+    deliveredAt: { type: 'Date', fieldName: 'delivered_at', nullable: true },
     createdAt: { type: 'Date', fieldName: 'created_at' },
   },
 });

@@ -227,27 +227,3 @@ export async function reconcileExecutions(services: Services, opts: { graceMs: n
   });
   return confirmed;
 }
-
-/** The worker's reconciler loop; returns a stop function that waits for the current pass. */
-export function runExecutionReconciler(services: Services): () => Promise<void> {
-  let stopped = false;
-  let current: Promise<unknown> = Promise.resolve();
-  let timer: NodeJS.Timeout | undefined;
-  const tick = () => {
-    if (stopped) return;
-    current = reconcileExecutions(services, { graceMs: services.config.EXECUTION_RECONCILE_GRACE_MS })
-      .then((n) => {
-        if (n > 0) services.logger.info({ started: n }, 'reconciler started executions');
-      })
-      .catch((err: unknown) => services.logger.warn({ err }, 'execution reconciler pass failed'))
-      .finally(() => {
-        if (!stopped) timer = setTimeout(tick, services.config.EXECUTION_RECONCILE_INTERVAL_MS);
-      });
-  };
-  tick();
-  return async () => {
-    stopped = true;
-    if (timer) clearTimeout(timer);
-    await current;
-  };
-}

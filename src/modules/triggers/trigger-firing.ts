@@ -1,17 +1,21 @@
 /**
  * Owns what happens when a trigger fires, whatever the source (inbound message, schedule,
  * webhook, API call): find the message triggers a message matches, then record the firing
- * (trigger execution + counters + `trigger.activated`, one transaction) and start the
- * workflow execution through the executions module's `startExecution`.
+ * — trigger execution, the trigger's counters, `trigger.activated` and the workflow
+ * execution itself (the executions module's `recordExecution`) in ONE transaction — and
+ * start the execution on Temporal after the commit (`dispatchExecution`; the executions
+ * reconciler starts it if this process dies first). A firing is therefore never recorded
+ * without its execution, nor an execution of a trigger without its firing.
  *
- * A firing that cannot start an execution (workflow not active, start refused) stays
- * recorded as a `failed` trigger execution with its error, and the error is rethrown.
+ * A firing that cannot start an execution (workflow not active) is recorded as a `failed`
+ * trigger execution with its error, and the error is rethrown.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../../http/errors';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
 import { recordEvent } from '../events/outbox';
+import { dispatchExecution, recordExecution } from '../executions/execution.starter';
 import { Workflow } from '../workflows/workflow.entity';
 import { Trigger, TriggerExecution } from './trigger.entity';
 import type { MessageTriggerConfig } from './trigger.schemas';
@@ -106,125 +110,99 @@ export interface FireTriggerResult {
 export const triggerNotActive = (id: string) =>
   new AppError(409, 'TRIGGER_NOT_ACTIVE', `Trigger ${id} is not active; activate or resume it first`);
 
+const workflowNotActive = (id: string) =>
+  new AppError(409, 'WORKFLOW_NOT_ACTIVE', `Workflow ${id} is not active; a trigger fires only for an active workflow`);
+
 /**
- * Records one firing of an active trigger and starts its workflow execution. Throws 404
- * TRIGGER_NOT_FOUND / 409 TRIGGER_NOT_ACTIVE (nothing recorded) when the trigger cannot
- * fire, and 409 WORKFLOW_NOT_ACTIVE or the start's own error (recorded as a failed
- * trigger execution) when the execution cannot start.
+ * Records one firing of an active trigger with its workflow execution and starts that
+ * execution. Throws 404 TRIGGER_NOT_FOUND / 409 TRIGGER_NOT_ACTIVE (nothing recorded) when
+ * the trigger cannot fire, and 409 WORKFLOW_NOT_ACTIVE (recorded as a failed firing) when
+ * its workflow cannot run.
  */
 export async function fireTrigger(services: Services, req: FireTriggerRequest): Promise<FireTriggerResult> {
   const em = services.orm.em.fork() as EntityManager;
-  const now = new Date();
 
   if (req.sourceKey) {
     const previous = await em.findOne(TriggerExecution, { triggerId: req.triggerId, sourceKey: req.sourceKey });
-    if (previous) return resumeFiring(services, em, previous);
+    if (previous?.executionId) return { triggerExecutionId: previous.id, executionId: previous.executionId };
+    if (previous) throw new AppError(409, previous.errorCode ?? 'TRIGGER_EXECUTION_FAILED', previous.errorMessage ?? 'Trigger execution failed');
   }
 
-  const recorded = await em.transactional(async (tx) => {
-    // One statement checks the trigger can fire and bumps its counters, so concurrent
-    // firings never lose a count.
-    const rows = (await tx.execute(
-      `update triggers set execution_count = execution_count + 1, last_triggered = greatest(coalesce(last_triggered, ?), ?), updated_at = updated_at
-        where id = ? and organization_id = ? and deleted_at is null and status = 'active'
-        returning workflow_id, type, channel`,
-      [now, now, req.triggerId, req.organizationId],
-    )) as Array<{ workflow_id: string; type: string; channel: string }>;
-    const row = rows[0];
-    if (!row) {
-      const exists = await tx.findOne(Trigger, { id: req.triggerId, organizationId: req.organizationId, deletedAt: null }, { fields: ['id'] });
-      throw exists ? triggerNotActive(req.triggerId) : new AppError(404, 'TRIGGER_NOT_FOUND', 'Trigger not found');
-    }
-    const te = tx.create(TriggerExecution, {
-      id: newId('triggerExecution'),
-      organizationId: req.organizationId,
-      triggerId: req.triggerId,
-      // The trigger's own workflow is the truth; a caller's copy may be stale.
-      workflowId: row.workflow_id,
-      customerId: req.customerId ?? null,
-      channel: req.channel,
-      status: 'running',
-      input: req.input,
-      metadata: { user_agent: null, ...req.metadata, timestamp: now.toISOString() },
-      sourceKey: req.sourceKey ?? null,
-      triggeredAt: now,
-    });
-    recordEvent(tx, {
-      organizationId: req.organizationId,
-      type: 'trigger.activated',
-      occurredAt: now,
-      data: {
-        trigger_id: req.triggerId,
-        trigger_execution_id: te.id,
-        trigger_type: row.type,
-        workflow_id: row.workflow_id,
-        channel: req.channel,
-        customer_id: req.customerId ?? null,
-        triggered_at: now.toISOString(),
-      },
-    });
-    await tx.flush();
-    return te;
-  });
-  return startFor(services, em, recorded);
-}
-
-/** A retried firing: link the execution a crashed attempt may already have started, else start it. */
-async function resumeFiring(services: Services, em: EntityManager, te: TriggerExecution): Promise<FireTriggerResult> {
-  if (te.executionId) return { triggerExecutionId: te.id, executionId: te.executionId };
-  if (te.status === 'failed') throw new AppError(409, te.errorCode ?? 'TRIGGER_EXECUTION_FAILED', te.errorMessage ?? 'Trigger execution failed');
-  const orphan = (await em.execute(
-    `select e.id from executions e
-      where e.organization_id = ? and e.trigger_id = ? and e.started_at >= ?
-        and not exists (select 1 from trigger_executions t where t.execution_id = e.id)
-      order by e.started_at limit 1`,
-    [te.organizationId, te.triggerId, te.triggeredAt],
-  )) as Array<{ id: string }>;
-  const found = orphan[0];
-  if (found) {
-    await em.nativeUpdate(TriggerExecution, { id: te.id }, { executionId: found.id });
-    return { triggerExecutionId: te.id, executionId: found.id };
-  }
-  return startFor(services, em, te);
-}
-
-async function startFor(services: Services, em: EntityManager, te: TriggerExecution): Promise<FireTriggerResult> {
-  const fail = async (code: string, message: string) => {
-    await em.nativeUpdate(TriggerExecution, { id: te.id }, { status: 'failed', errorCode: code, errorMessage: message, completedAt: new Date() });
-  };
-  const workflow = await em.findOne(Workflow, { id: te.workflowId, organizationId: te.organizationId }, { fields: ['id', 'status', 'deletedAt'] });
-  if (!workflow || workflow.deletedAt || workflow.status !== 'active') {
-    const err = new AppError(409, 'WORKFLOW_NOT_ACTIVE', `Workflow ${te.workflowId} is not active; a trigger fires only for an active workflow`);
-    await fail(err.code, err.message);
-    throw err;
-  }
-  let executionId: string;
   try {
-    ({ executionId } = await startExecutionFn()(services, {
-      organizationId: te.organizationId,
-      workflowId: te.workflowId,
-      triggerId: te.triggerId,
-      ...(te.customerId ? { customerId: te.customerId } : {}),
-      channel: te.channel,
-      input: te.input,
-    }));
+    const { te, pending } = await em.transactional(async (tx) => {
+      const recorded = await recordFiring(tx, req);
+      const pending = await recordExecution(tx, {
+        organizationId: req.organizationId,
+        workflowId: recorded.workflowId,
+        triggerId: req.triggerId,
+        ...(req.customerId ? { customerId: req.customerId } : {}),
+        channel: req.channel,
+        input: req.input,
+      });
+      recorded.executionId = pending.executionId;
+      await tx.flush();
+      return { te: recorded, pending };
+    });
+    await dispatchExecution(services, pending);
+    return { triggerExecutionId: te.id, executionId: pending.executionId };
   } catch (err) {
-    if (err instanceof AppError) {
-      await fail(err.code, err.message);
-      throw err;
-    }
-    services.logger.error({ err, trigger_execution_id: te.id }, 'trigger execution could not start its workflow execution');
-    await fail('TRIGGER_EXECUTION_FAILED', 'The workflow execution could not be started');
-    throw new AppError(500, 'TRIGGER_EXECUTION_FAILED', 'The workflow execution could not be started');
+    if (!(err instanceof AppError) || (err.code !== 'WORKFLOW_NOT_ACTIVE' && err.code !== 'WORKFLOW_NOT_FOUND')) throw err;
+    // The trigger fired but its workflow cannot run: record the firing as failed.
+    const failure = workflowNotActive(req.workflowId);
+    const te = await em.fork().transactional(async (tx) => {
+      const recorded = await recordFiring(tx as EntityManager, req, failure);
+      await tx.flush();
+      return recorded;
+    });
+    throw new AppError(failure.status, failure.code, failure.message.replace(req.workflowId, te.workflowId));
   }
-  await em.nativeUpdate(TriggerExecution, { id: te.id }, { executionId });
-  return { triggerExecutionId: te.id, executionId };
 }
 
-type StartExecution = typeof import('../executions/execution.starter').startExecution;
-
-/** Loaded on first use: the executions module imports this one, so a static import would be a cycle. */
-function startExecutionFn(): StartExecution {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return (require('../executions/execution.starter') as { startExecution: StartExecution }).startExecution;
+/** Checks the trigger can fire, bumps its counters and adds the firing and its event to `tx`. */
+async function recordFiring(tx: EntityManager, req: FireTriggerRequest, failure?: AppError): Promise<TriggerExecution> {
+  const now = new Date();
+  // One statement checks the trigger can fire and bumps its counters: concurrent firings never lose a count.
+  const rows = (await tx.execute(
+    `update triggers set execution_count = execution_count + 1, last_triggered = greatest(coalesce(last_triggered, ?), ?)
+      where id = ? and organization_id = ? and deleted_at is null and status = 'active'
+      returning workflow_id, type`,
+    [now, now, req.triggerId, req.organizationId],
+  )) as Array<{ workflow_id: string; type: string }>;
+  const row = rows[0];
+  if (!row) {
+    const exists = await tx.findOne(Trigger, { id: req.triggerId, organizationId: req.organizationId, deletedAt: null }, { fields: ['id'] });
+    throw exists ? triggerNotActive(req.triggerId) : new AppError(404, 'TRIGGER_NOT_FOUND', 'Trigger not found');
+  }
+  const te = tx.create(TriggerExecution, {
+    id: newId('triggerExecution'),
+    organizationId: req.organizationId,
+    triggerId: req.triggerId,
+    // The trigger's own workflow is the truth; a caller's copy may be stale.
+    workflowId: row.workflow_id,
+    customerId: req.customerId ?? null,
+    channel: req.channel,
+    status: failure ? 'failed' : 'running',
+    input: req.input,
+    metadata: { user_agent: null, ...req.metadata, timestamp: now.toISOString() },
+    errorCode: failure?.code ?? null,
+    errorMessage: failure?.message.replace(req.workflowId, row.workflow_id) ?? null,
+    sourceKey: req.sourceKey ?? null,
+    triggeredAt: now,
+    completedAt: failure ? now : null,
+  });
+  recordEvent(tx, {
+    organizationId: req.organizationId,
+    type: 'trigger.activated',
+    occurredAt: now,
+    data: {
+      trigger_id: req.triggerId,
+      trigger_execution_id: te.id,
+      trigger_type: row.type,
+      workflow_id: row.workflow_id,
+      channel: req.channel,
+      customer_id: req.customerId ?? null,
+      triggered_at: now.toISOString(),
+    },
+  });
+  return te;
 }

@@ -9,7 +9,10 @@
 import dns from 'node:dns';
 import net from 'node:net';
 
-const blocked = new net.BlockList();
+// Two lists: a BlockList matches IPv4 addresses against IPv6 rules through their mapped
+// form, so one list holding ::ffff:0:0/96 would refuse every IPv4 address.
+const blocked4 = new net.BlockList();
+const blocked6 = new net.BlockList();
 for (const [prefix, bits] of [
   ['0.0.0.0', 8], // "this network"
   ['10.0.0.0', 8], // private
@@ -23,7 +26,7 @@ for (const [prefix, bits] of [
   ['224.0.0.0', 4], // multicast
   ['240.0.0.0', 4], // reserved + broadcast
 ] as const) {
-  blocked.addSubnet(prefix, bits, 'ipv4');
+  blocked4.addSubnet(prefix, bits, 'ipv4');
 }
 for (const [prefix, bits] of [
   ['::', 128], // unspecified
@@ -38,7 +41,7 @@ for (const [prefix, bits] of [
   ['fec0::', 10], // site-local (deprecated)
   ['ff00::', 8], // multicast
 ] as const) {
-  blocked.addSubnet(prefix, bits, 'ipv6');
+  blocked6.addSubnet(prefix, bits, 'ipv6');
 }
 
 /** Hostnames refused without resolving them. */
@@ -47,8 +50,8 @@ const METADATA_NAMES = new Set(['metadata', 'metadata.google.internal', 'instanc
 
 export function isForbiddenAddress(address: string): boolean {
   const family = net.isIP(address);
-  if (family === 4) return blocked.check(address, 'ipv4');
-  if (family === 6) return blocked.check(address, 'ipv6');
+  if (family === 4) return blocked4.check(address, 'ipv4');
+  if (family === 6) return blocked6.check(address, 'ipv6');
   return true; // not an address at all: refuse rather than guess
 }
 

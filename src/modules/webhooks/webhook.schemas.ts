@@ -141,7 +141,9 @@ export const RedeliveryOut = z
   })
   .openapi('WebhookRedelivery');
 
-export const classifyWebhookIssue: IssueClassifier = ({ path }) => {
+export const classifyWebhookIssue: IssueClassifier = ({ path, issue }) => {
+  // An unknown top-level field (e.g. `url` on update) is a plain INVALID_REQUEST.
+  if (issue.code === 'unrecognized_keys' && path.length === 1) return undefined;
   switch (path[0]) {
     case 'url':
       return { status: 400, code: 'INVALID_WEBHOOK_URL' };

@@ -124,13 +124,16 @@ async function readLimited(stream: NodeJS.ReadableStream & { destroy(): void }, 
 
 function causes(err: unknown): Array<Error & { code?: string }> {
   const out: Array<Error & { code?: string }> = [];
-  for (let e = err; e instanceof Error && out.length < 5; e = (e as Error & { cause?: unknown }).cause) out.push(e);
+  // Duck-typed: AbortSignal's DOMException is not an `Error` of this realm under jest.
+  for (let e = err; typeof e === 'object' && e !== null && 'message' in e && out.length < 5; e = (e as { cause?: unknown }).cause) {
+    out.push(e as Error & { code?: string });
+  }
   return out;
 }
 
 function describeError(err: unknown, timeoutMs: number): { reason: 'timeout' | 'forbidden' | 'connection'; error: string } {
   const chain = causes(err);
-  const forbidden = chain.find((e) => e instanceof ForbiddenTargetError || e.code === 'ERR_WEBHOOK_FORBIDDEN_TARGET');
+  const forbidden = chain.find((e) => e.code === 'ERR_WEBHOOK_FORBIDDEN_TARGET');
   if (forbidden) return { reason: 'forbidden', error: forbidden.message };
   const timedOut = chain.some(
     (e) => e.name === 'TimeoutError' || e.name === 'AbortError' || /TIMEOUT/.test(e.code ?? '') || e.code === 'UND_ERR_ABORTED',

@@ -1,0 +1,39 @@
+/**
+ * Owns the worker's reconciler loop, the second half of the executions' dual write: every
+ * EXECUTION_RECONCILE_INTERVAL_MS it starts committed executions whose Temporal start was
+ * never confirmed and re-delivers inbound replies whose signal was never confirmed (both
+ * older than EXECUTION_RECONCILE_GRACE_MS, so it does not race the API's own attempt).
+ */
+import type { Services } from '../../services';
+import { reconcileExecutions } from './execution.starter';
+import { redeliverReplies } from './message.service';
+
+export async function reconcileOnce(services: Services, graceMs = services.config.EXECUTION_RECONCILE_GRACE_MS) {
+  const started = await reconcileExecutions(services, { graceMs });
+  const redelivered = await redeliverReplies(services, graceMs);
+  return { started, redelivered };
+}
+
+/** Starts the loop; the returned function stops it and waits for the pass in progress. */
+export function runExecutionReconciler(services: Services): () => Promise<void> {
+  let stopped = false;
+  let current: Promise<unknown> = Promise.resolve();
+  let timer: NodeJS.Timeout | undefined;
+  const tick = () => {
+    if (stopped) return;
+    current = reconcileOnce(services)
+      .then((r) => {
+        if (r.started + r.redelivered > 0) services.logger.info(r, 'reconciler started executions / re-delivered replies');
+      })
+      .catch((err: unknown) => services.logger.warn({ err }, 'execution reconciler pass failed'))
+      .finally(() => {
+        if (!stopped) timer = setTimeout(tick, services.config.EXECUTION_RECONCILE_INTERVAL_MS);
+      });
+  };
+  tick();
+  return async () => {
+    stopped = true;
+    if (timer) clearTimeout(timer);
+    await current;
+  };
+}

@@ -1,0 +1,129 @@
+/**
+ * The execution endpoints: inbound messages, a workflow's executions (list, detail with
+ * steps, retry, cancel) and its metrics.
+ */
+import { paginate, PaginationOut } from '../../http/pagination';
+import { type AnyRoute, defineRoute } from '../../http/route';
+import { z } from '../../http/zod';
+import type { Services } from '../../services';
+import {
+  classifyExecutionQueryIssue,
+  ExecutionDetailOut,
+  ExecutionListQuery,
+  ExecutionOut,
+  ExecutionParams,
+  InboundResultOut,
+  MessageIn,
+  MetricsOut,
+  MetricsQuery,
+} from './execution.schemas';
+import { ExecutionService, toExecutionOut } from './execution.service';
+import { receiveMessage } from './message.service';
+import { WorkflowIdParams } from '../workflows/workflow.schemas';
+
+const WORKFLOW_NOT_FOUND: [number, string] = [404, 'WORKFLOW_NOT_FOUND'];
+const EXECUTION_NOT_FOUND: [number, string] = [404, 'EXECUTION_NOT_FOUND'];
+
+export function executionRoutes(services: Services): AnyRoute[] {
+  const svc = new ExecutionService(services);
+  const tag = 'Executions';
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/v1/messages',
+      operationId: 'receiveMessage',
+      summary: 'Receive a customer message: resumes the execution waiting for it, or starts the workflows it triggers',
+      tag,
+      scope: 'workflows:write',
+      limits: ['execution_ops'],
+      body: MessageIn,
+      status: 201,
+      response: z.object({ data: InboundResultOut }),
+      async handler({ body, credential }) {
+        return { data: await receiveMessage(services, credential.organizationId, body) };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/workflows/{workflow_id}/executions',
+      operationId: 'listExecutions',
+      summary: "List a workflow's executions, newest first",
+      tag,
+      scope: 'workflows:read',
+      limits: ['resource_read'],
+      params: WorkflowIdParams,
+      query: ExecutionListQuery,
+      classify: classifyExecutionQueryIssue,
+      response: z.object({ data: z.array(ExecutionOut), pagination: PaginationOut }),
+      errors: [WORKFLOW_NOT_FOUND, [400, 'INVALID_DATE_RANGE']],
+      async handler({ params, query, credential }) {
+        const { page, limit, ...filter } = query;
+        const { items, total } = await svc.list(credential.organizationId, params.workflow_id, filter, { page, limit });
+        return paginate(items.map(toExecutionOut), { page, limit }, total);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/workflows/{workflow_id}/executions/{execution_id}',
+      operationId: 'getExecution',
+      summary: 'Get an execution with its steps',
+      tag,
+      scope: 'workflows:read',
+      limits: ['resource_read'],
+      params: ExecutionParams,
+      response: z.object({ data: ExecutionDetailOut }),
+      errors: [WORKFLOW_NOT_FOUND, EXECUTION_NOT_FOUND],
+      async handler({ params, credential }) {
+        return { data: await svc.detail(credential.organizationId, params.workflow_id, params.execution_id) };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/workflows/{workflow_id}/executions/{execution_id}/retry',
+      operationId: 'retryExecution',
+      summary: 'Re-run a failed or cancelled execution as a new execution linked by retry_of',
+      tag,
+      scope: 'workflows:write',
+      limits: ['execution_ops'],
+      params: ExecutionParams,
+      status: 201,
+      response: z.object({ data: ExecutionOut }),
+      errors: [WORKFLOW_NOT_FOUND, EXECUTION_NOT_FOUND, [409, 'EXECUTION_NOT_RETRYABLE | WORKFLOW_NOT_ACTIVE']],
+      async handler({ params, credential }) {
+        return { data: toExecutionOut(await svc.retry(credential.organizationId, params.workflow_id, params.execution_id)) };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/workflows/{workflow_id}/executions/{execution_id}/cancel',
+      operationId: 'cancelExecution',
+      summary: 'Cancel a running execution',
+      tag,
+      scope: 'workflows:write',
+      limits: ['execution_ops'],
+      params: ExecutionParams,
+      response: z.object({ data: ExecutionOut }),
+      errors: [WORKFLOW_NOT_FOUND, EXECUTION_NOT_FOUND, [409, 'EXECUTION_NOT_RUNNING']],
+      async handler({ params, credential }) {
+        return { data: toExecutionOut(await svc.cancel(credential.organizationId, params.workflow_id, params.execution_id)) };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/workflows/{workflow_id}/metrics',
+      operationId: 'getWorkflowMetrics',
+      summary: "A workflow's execution metrics over a period, bucketed by granularity",
+      tag,
+      scope: 'workflows:read',
+      limits: ['resource_read'],
+      params: WorkflowIdParams,
+      query: MetricsQuery,
+      classify: classifyExecutionQueryIssue,
+      response: z.object({ data: MetricsOut }),
+      errors: [WORKFLOW_NOT_FOUND, [400, 'INVALID_DATE_RANGE'], [422, 'INVALID_GRANULARITY']],
+      async handler({ params, query, credential }) {
+        return { data: await svc.metrics(credential.organizationId, params.workflow_id, query) };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,309 @@
+/**
+ * The triggers endpoints of the contract (list, create, get, update, delete, activate,
+ * deactivate, pause, resume, executions list and detail, metrics) plus the endpoint an
+ * `api` trigger is fired at (`POST /v1/triggers/{trigger_id}/fire`, the trigger's `endpoint`).
+ */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { MessageOut } from '../../http/openapi';
+import { paginate, PaginationOut } from '../../http/pagination';
+import { rateLimitExceeded, rateLimitHeaders } from '../../http/rate-limit';
+import { type AnyRoute, defineRoute } from '../../http/route';
+import { z } from '../../http/zod';
+import type { Services } from '../../services';
+import { fireTrigger } from './trigger-firing';
+import type { Trigger } from './trigger.entity';
+import {
+  type ApiTriggerConfig,
+  classifyTriggerIssue,
+  TriggerExecutionDetailOut,
+  TriggerExecutionListQuery,
+  TriggerExecutionOut,
+  TriggerExecutionParams,
+  TriggerFireIn,
+  TriggerIdParams,
+  TriggerIn,
+  TriggerListQuery,
+  TriggerMetricsOut,
+  TriggerMetricsQuery,
+  TriggerOut,
+  TriggerTransitionOut,
+  TriggerUpdate,
+} from './trigger.schemas';
+import { type ExecutionRow, type Transition, TriggerService, triggerNotFound } from './trigger.service';
+
+const HOUR = 3_600_000;
+
+/** The webhook secret is shown on create, get and update, never in list items. */
+export function toTriggerOut(t: Trigger, opts: { withSecret: boolean } = { withSecret: true }): z.output<typeof TriggerOut> {
+  const configuration = { ...t.configuration };
+  if (!opts.withSecret) delete configuration.secret;
+  return {
+    id: t.id,
+    name: t.name,
+    type: t.type,
+    status: t.status,
+    workflow_id: t.workflowId,
+    channel: t.channel as z.output<typeof TriggerOut>['channel'],
+    configuration,
+    created_at: t.createdAt.toISOString(),
+    updated_at: t.updatedAt.toISOString(),
+    execution_count: t.executionCount,
+    last_triggered: t.lastTriggered?.toISOString() ?? null,
+  };
+}
+
+const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
+
+function executionInput(row: ExecutionRow): Record<string, unknown> {
+  const input = row.input ?? {};
+  return {
+    message: typeof input.message === 'string' ? input.message : null,
+    ...input,
+    customer_id: row.customer_id ?? (typeof input.customer_id === 'string' ? input.customer_id : null),
+    channel: row.channel,
+  };
+}
+
+export function toExecutionOut(row: ExecutionRow): z.output<typeof TriggerExecutionOut> {
+  return {
+    id: row.id,
+    trigger_id: row.trigger_id,
+    workflow_id: row.workflow_id,
+    status: row.status,
+    triggered_at: iso(row.triggered_at)!,
+    completed_at: iso(row.completed_at),
+    duration_ms: row.duration_ms === null ? null : Number(row.duration_ms),
+    input: executionInput(row),
+    output: { workflow_execution_id: row.execution_id },
+  };
+}
+
+export function toExecutionDetailOut(row: ExecutionRow): z.output<typeof TriggerExecutionDetailOut> {
+  const base = toExecutionOut(row);
+  const metadata = { user_agent: null, ...row.metadata, timestamp: iso(row.triggered_at)! } as { user_agent: string | null; timestamp: string };
+  return {
+    ...base,
+    input: { ...base.input, metadata },
+    output: { workflow_execution_id: row.execution_id, workflow_status: row.workflow_status },
+    error:
+      row.status === 'failed'
+        ? { code: row.error_code ?? 'TRIGGER_EXECUTION_FAILED', type: row.error_type, message: row.error_message ?? 'Trigger execution failed' }
+        : null,
+  };
+}
+
+const NOT_FOUND: [number, string] = [404, 'TRIGGER_NOT_FOUND'];
+const CONFIG_ERRORS: Array<[number, string]> = [
+  [400, 'INVALID_TRIGGER_CONFIG'],
+  [422, 'INVALID_CRON_EXPRESSION'],
+  [503, 'SCHEDULER_UNAVAILABLE'],
+];
+
+export function triggerRoutes(services: Services): AnyRoute[] {
+  const svc = () => new TriggerService(services.orm.em as EntityManager, services);
+  const tag = 'Triggers';
+
+  const transition = (op: Transition, field: 'activated_at' | 'deactivated_at' | 'paused_at' | 'resumed_at', summary: string) =>
+    defineRoute({
+      method: 'post',
+      path: `/v1/triggers/{trigger_id}/${op}`,
+      operationId: `${op}Trigger`,
+      summary,
+      tag,
+      scope: 'triggers:write',
+      limits: ['resource_write'],
+      params: TriggerIdParams,
+      response: z.object({ data: TriggerTransitionOut }),
+      errors: [NOT_FOUND, [409, 'INVALID_STATE_TRANSITION'], [503, 'SCHEDULER_UNAVAILABLE']],
+      async handler({ params, credential }) {
+        const t = await svc().transition(credential.organizationId, params.trigger_id, op);
+        const at = { activated_at: t.activatedAt, deactivated_at: t.deactivatedAt, paused_at: t.pausedAt, resumed_at: t.resumedAt }[field];
+        return { data: { id: t.id, status: t.status, [field]: (at ?? t.updatedAt).toISOString() } };
+      },
+    });
+
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/v1/triggers',
+      operationId: 'listTriggers',
+      summary: 'List triggers',
+      tag,
+      scope: 'triggers:read',
+      limits: ['resource_read'],
+      query: TriggerListQuery,
+      response: z.object({ data: z.array(TriggerOut), pagination: PaginationOut }),
+      async handler({ query, credential }) {
+        const { page, limit, ...filter } = query;
+        const { items, total } = await svc().list(credential.organizationId, filter, { page, limit });
+        return paginate(
+          items.map((t) => toTriggerOut(t, { withSecret: false })),
+          { page, limit },
+          total,
+        );
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/triggers',
+      operationId: 'createTrigger',
+      summary: 'Create a trigger (status active)',
+      description:
+        'The service assigns a webhook trigger its `url` (and a `secret` when none is given) and an api trigger its `endpoint`. ' +
+        'A schedule trigger becomes a Temporal Schedule.',
+      tag,
+      scope: 'triggers:write',
+      limits: ['resource_write'],
+      body: TriggerIn,
+      classify: classifyTriggerIssue,
+      status: 201,
+      response: z.object({ data: TriggerOut }),
+      errors: [...CONFIG_ERRORS, [404, 'WORKFLOW_NOT_FOUND'], [409, 'TRIGGER_ALREADY_EXISTS']],
+      async handler({ body, credential }) {
+        return { data: toTriggerOut(await svc().create(credential.organizationId, body)) };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/triggers/{trigger_id}',
+      operationId: 'getTrigger',
+      summary: 'Get a trigger',
+      tag,
+      scope: 'triggers:read',
+      limits: ['resource_read'],
+      params: TriggerIdParams,
+      response: z.object({ data: TriggerOut }),
+      errors: [NOT_FOUND],
+      async handler({ params, credential }) {
+        return { data: toTriggerOut(await svc().get(credential.organizationId, params.trigger_id)) };
+      },
+    }),
+    defineRoute({
+      method: 'put',
+      path: '/v1/triggers/{trigger_id}',
+      operationId: 'updateTrigger',
+      summary: 'Update a trigger\'s name and/or configuration',
+      tag,
+      scope: 'triggers:write',
+      limits: ['resource_write'],
+      params: TriggerIdParams,
+      body: TriggerUpdate,
+      classify: classifyTriggerIssue,
+      response: z.object({ data: TriggerOut }),
+      errors: [NOT_FOUND, ...CONFIG_ERRORS, [409, 'TRIGGER_ALREADY_EXISTS']],
+      async handler({ params, body, credential }) {
+        return { data: toTriggerOut(await svc().update(credential.organizationId, params.trigger_id, body)) };
+      },
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/v1/triggers/{trigger_id}',
+      operationId: 'deleteTrigger',
+      summary: 'Delete a trigger (and its schedule)',
+      tag,
+      scope: 'triggers:delete',
+      limits: ['resource_delete'],
+      params: TriggerIdParams,
+      response: MessageOut,
+      errors: [NOT_FOUND, [503, 'SCHEDULER_UNAVAILABLE']],
+      async handler({ params, credential }) {
+        await svc().delete(credential.organizationId, params.trigger_id);
+        return { message: `Trigger ${params.trigger_id} deleted` };
+      },
+    }),
+    transition('activate', 'activated_at', 'Activate a trigger (from inactive, paused or active)'),
+    transition('deactivate', 'deactivated_at', 'Deactivate a trigger (from any state)'),
+    transition('pause', 'paused_at', 'Pause an active trigger'),
+    transition('resume', 'resumed_at', 'Resume a paused trigger'),
+    defineRoute({
+      method: 'get',
+      path: '/v1/triggers/{trigger_id}/executions',
+      operationId: 'listTriggerExecutions',
+      summary: 'List a trigger\'s firings',
+      tag,
+      scope: 'triggers:read',
+      limits: ['execution_ops'],
+      params: TriggerIdParams,
+      query: TriggerExecutionListQuery,
+      response: z.object({ data: z.array(TriggerExecutionOut), pagination: PaginationOut }),
+      errors: [NOT_FOUND, [400, 'INVALID_DATE_RANGE']],
+      async handler({ params, query, credential }) {
+        const { page, limit, status, start_date, end_date } = query;
+        const { items, total } = await svc().listExecutions(
+          credential.organizationId,
+          params.trigger_id,
+          { ...(status ? { status } : {}), ...(start_date ? { start: start_date } : {}), ...(end_date ? { end: end_date } : {}) },
+          { page, limit },
+        );
+        return paginate(items.map(toExecutionOut), { page, limit }, total);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/triggers/{trigger_id}/executions/{execution_id}',
+      operationId: 'getTriggerExecution',
+      summary: 'Get one firing of a trigger',
+      tag,
+      scope: 'triggers:read',
+      limits: ['execution_ops'],
+      params: TriggerExecutionParams,
+      response: z.object({ data: TriggerExecutionDetailOut }),
+      errors: [[404, 'TRIGGER_NOT_FOUND | TRIGGER_EXECUTION_NOT_FOUND']],
+      async handler({ params, credential }) {
+        return { data: toExecutionDetailOut(await svc().getExecution(credential.organizationId, params.trigger_id, params.execution_id)) };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/triggers/{trigger_id}/metrics',
+      operationId: 'getTriggerMetrics',
+      summary: 'Metrics of a trigger\'s firings over a period',
+      tag,
+      scope: 'triggers:read',
+      limits: ['resource_read'],
+      params: TriggerIdParams,
+      query: TriggerMetricsQuery,
+      classify: classifyTriggerIssue,
+      response: z.object({ data: TriggerMetricsOut }),
+      errors: [NOT_FOUND, [400, 'INVALID_DATE_RANGE'], [422, 'INVALID_GRANULARITY']],
+      async handler({ params, query, credential }) {
+        return { data: await svc().metrics(credential.organizationId, params.trigger_id, query) };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/triggers/{trigger_id}/fire',
+      operationId: 'fireApiTrigger',
+      summary: 'Fire an api trigger (its `endpoint`): the JSON body becomes the execution input',
+      description: 'Limited to the trigger\'s `configuration.rate_limit` requests per hour besides the usual limits.',
+      tag,
+      scope: 'triggers:write',
+      limits: ['execution_ops'],
+      params: TriggerIdParams,
+      body: TriggerFireIn,
+      status: 201,
+      response: z.object({ data: TriggerExecutionOut }),
+      errors: [NOT_FOUND, [409, 'TRIGGER_NOT_ACTIVE | WORKFLOW_NOT_ACTIVE'], [500, 'TRIGGER_EXECUTION_FAILED']],
+      async handler({ params, body, credential, ctx }) {
+        const service = svc();
+        const trigger = await service.get(credential.organizationId, params.trigger_id);
+        if (trigger.type !== 'api') throw triggerNotFound();
+        const config = trigger.configuration as unknown as ApiTriggerConfig;
+        const limit = await services.rateLimiter.check([
+          { rule: { name: 'api_trigger', limit: config.rate_limit, windowMs: HOUR }, subject: trigger.id },
+        ]);
+        if (limit.remaining < Number(ctx.response.get('X-RateLimit-Remaining') || Infinity) || !limit.allowed) ctx.set(rateLimitHeaders(limit));
+        if (!limit.allowed) throw rateLimitExceeded(limit);
+        const fired = await fireTrigger(services, {
+          organizationId: trigger.organizationId,
+          triggerId: trigger.id,
+          workflowId: trigger.workflowId,
+          channel: trigger.channel,
+          input: body,
+          metadata: { source: 'api', user_agent: ctx.get('user-agent') || null, credential_id: credential.id },
+        });
+        return { data: toExecutionOut(await service.getExecution(credential.organizationId, trigger.id, fired.triggerExecutionId)) };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,372 @@
+/**
+ * Owns the trigger lifecycle: create (active), update of name and configuration, soft
+ * delete, the state transitions of DESIGN.md, and the read side of firings (executions
+ * list, detail, metrics) joined with the executions they started. Every query is scoped
+ * to the caller's organization; another organization's trigger or workflow is not found.
+ * A schedule trigger's Temporal Schedule is synced inside the transaction that changes the
+ * trigger, so the two never disagree after a failed call.
+ */
+import { randomBytes } from 'node:crypto';
+import { type EntityManager, LockMode, UniqueConstraintViolationException } from '@mikro-orm/postgresql';
+import { AppError, conflict, notFound } from '../../http/errors';
+import { type Page, offsetOf } from '../../http/pagination';
+import { parseInput } from '../../http/validation';
+import { z } from '../../http/zod';
+import { newId } from '../../ids';
+import type { Services } from '../../services';
+import { Workflow } from '../workflows/workflow.entity';
+import { Trigger, type TriggerStatus, type TriggerType } from './trigger.entity';
+import { deleteTriggerSchedule, syncTriggerSchedule } from './trigger-schedules';
+import { CONFIG_SCHEMAS, classifyTriggerIssue, type Granularity, type TriggerIn, type WebhookTriggerConfig } from './trigger.schemas';
+
+export interface TriggerListFilter {
+  type?: TriggerType;
+  status?: TriggerStatus;
+  workflow_id?: string;
+}
+
+export const triggerNotFound = () => notFound('TRIGGER_NOT_FOUND', 'Trigger');
+const workflowNotFound = () => new AppError(404, 'WORKFLOW_NOT_FOUND', 'Workflow not found', { field: 'workflow_id' });
+const nameTaken = (name: string) => conflict('TRIGGER_ALREADY_EXISTS', `A trigger named "${name}" already exists`, 'name');
+
+export const webhookPath = (triggerId: string) => `/hooks/triggers/${triggerId}`;
+export const apiTriggerPath = (triggerId: string) => `/v1/triggers/${triggerId}/fire`;
+
+/** 32 random bytes, base64url: well above the 24 bytes a guessable-secret attack would need. */
+export const generateWebhookSecret = () => `whsec_${randomBytes(32).toString('base64url')}`;
+
+export type Transition = 'activate' | 'deactivate' | 'pause' | 'resume';
+
+/** DESIGN.md: which source states each operation accepts. */
+const ALLOWED_FROM: Record<Transition, readonly TriggerStatus[]> = {
+  activate: ['inactive', 'paused', 'active'],
+  deactivate: ['active', 'inactive', 'paused'],
+  pause: ['active'],
+  resume: ['paused'],
+};
+const TARGET: Record<Transition, TriggerStatus> = { activate: 'active', deactivate: 'inactive', pause: 'paused', resume: 'active' };
+
+export interface ExecutionRow {
+  id: string;
+  trigger_id: string;
+  workflow_id: string;
+  execution_id: string | null;
+  customer_id: string | null;
+  channel: string;
+  status: 'success' | 'failed' | 'running';
+  workflow_status: string | null;
+  input: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  error_code: string | null;
+  error_message: string | null;
+  error_type: string | null;
+  triggered_at: Date;
+  completed_at: Date | null;
+  duration_ms: number | null;
+}
+
+/** A firing's outcome is its execution's, read at query time; `cancelled` counts as failed. */
+const DERIVED = `
+  select te.id, te.trigger_id, te.workflow_id, te.execution_id, te.customer_id, te.channel, te.input, te.metadata,
+         te.triggered_at,
+         case when te.status = 'failed' then 'failed'
+              when e.status is null then 'running'
+              when e.status in ('failed', 'cancelled') then 'failed'
+              else e.status end as status,
+         e.status as workflow_status,
+         coalesce(te.error_code, case when e.status in ('failed', 'cancelled') then 'WORKFLOW_EXECUTION_FAILED' end) as error_code,
+         coalesce(te.error_message, e.error_message, case when e.status = 'cancelled' then 'The workflow execution was cancelled' end) as error_message,
+         e.error_type,
+         coalesce(te.completed_at, e.completed_at) as completed_at,
+         coalesce(e.duration_ms, case when te.completed_at is not null
+           then round(extract(epoch from (te.completed_at - te.triggered_at)) * 1000)::int end) as duration_ms,
+         coalesce(te.customer_id, e.customer_id) as any_customer_id
+    from trigger_executions te
+    left join executions e on e.id = te.execution_id and e.organization_id = te.organization_id`;
+
+export interface DateRange {
+  start?: string;
+  end?: string;
+}
+
+/** A date-only end includes its whole day. */
+function rangeBounds(range: DateRange): { from?: Date; to?: Date; toInclusive: boolean } {
+  const from = range.start ? new Date(range.start) : undefined;
+  if (!range.end) return { ...(from ? { from } : {}), toInclusive: true };
+  const dateOnly = /^\d{4}-\d{2}-\d{2}$/.test(range.end);
+  const to = new Date(range.end);
+  if (dateOnly) to.setUTCDate(to.getUTCDate() + 1);
+  return { ...(from ? { from } : {}), to, toInclusive: !dateOnly };
+}
+
+export function checkDateRange(range: DateRange): void {
+  if (range.start && range.end && Date.parse(range.end) <= Date.parse(range.start)) {
+    throw new AppError(400, 'INVALID_DATE_RANGE', 'end_date must be after start_date', { field: 'end_date' });
+  }
+}
+
+export class TriggerService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly services: Services,
+  ) {}
+
+  async list(organizationId: string, filter: TriggerListFilter, page: Page) {
+    const where: Record<string, unknown> = { organizationId, deletedAt: null };
+    if (filter.type) where.type = filter.type;
+    if (filter.status) where.status = filter.status;
+    if (filter.workflow_id) where.workflowId = filter.workflow_id;
+    const [items, total] = await this.em.findAndCount(Trigger, where, {
+      orderBy: { createdAt: 'desc', id: 'desc' },
+      limit: page.limit,
+      offset: offsetOf(page),
+    });
+    return { items, total };
+  }
+
+  async get(organizationId: string, id: string, em: EntityManager = this.em, lock = false): Promise<Trigger> {
+    const trigger = await em.findOne(
+      Trigger,
+      { id, organizationId, deletedAt: null },
+      lock ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {},
+    );
+    if (!trigger) throw triggerNotFound();
+    return trigger;
+  }
+
+  async create(organizationId: string, input: TriggerIn): Promise<Trigger> {
+    const workflow = await this.em.findOne(Workflow, { id: input.workflow_id, organizationId, deletedAt: null }, { fields: ['id', 'name', 'channel'] });
+    if (!workflow) throw workflowNotFound();
+    const id = newId('trigger');
+    const configuration = this.assignServiceFields(id, input.type, input.configuration as Record<string, unknown>, undefined);
+    const now = new Date();
+    let scheduleCreated = false;
+    try {
+      return await this.em.transactional(async (em) => {
+        const trigger = em.create(Trigger, {
+          id,
+          organizationId,
+          workflowId: workflow.id,
+          name: input.name,
+          type: input.type,
+          status: 'active',
+          channel: input.channel ?? workflow.channel,
+          configuration,
+          createdAt: now,
+          updatedAt: now,
+          activatedAt: now,
+        });
+        await flushUnique(em, input.name);
+        if (trigger.type === 'schedule') {
+          await syncTriggerSchedule(this.services, { trigger, workflowName: workflow.name });
+          scheduleCreated = true;
+        }
+        return trigger;
+      });
+    } catch (err) {
+      // The commit failed after the schedule was made: take the schedule back.
+      if (scheduleCreated) await deleteTriggerSchedule(this.services, id).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  async update(organizationId: string, id: string, input: { name?: string; configuration?: Record<string, unknown> }): Promise<Trigger> {
+    return this.em.transactional(async (em) => {
+      const trigger = await this.get(organizationId, id, em, true);
+      if (input.name !== undefined) trigger.name = input.name;
+      if (input.configuration !== undefined) {
+        const schema = z.object({ configuration: CONFIG_SCHEMAS[trigger.type] });
+        const parsed = parseInput(schema, { configuration: input.configuration }, classifyTriggerIssue).configuration as Record<string, unknown>;
+        trigger.configuration = this.assignServiceFields(trigger.id, trigger.type, parsed, trigger.configuration);
+      }
+      trigger.updatedAt = new Date();
+      await flushUnique(em, trigger.name);
+      if (trigger.type === 'schedule') await syncTriggerSchedule(this.services, { trigger, workflowName: await this.workflowName(em, trigger) });
+      return trigger;
+    });
+  }
+
+  async delete(organizationId: string, id: string): Promise<void> {
+    await this.em.transactional(async (em) => {
+      const trigger = await this.get(organizationId, id, em, true);
+      const now = new Date();
+      trigger.deletedAt = now;
+      trigger.updatedAt = now;
+      if (trigger.status !== 'inactive') {
+        trigger.status = 'inactive';
+        trigger.deactivatedAt = now;
+      }
+      await em.flush();
+      if (trigger.type === 'schedule') await deleteTriggerSchedule(this.services, trigger.id);
+    });
+  }
+
+  async transition(organizationId: string, id: string, op: Transition): Promise<Trigger> {
+    return this.em.transactional(async (em) => {
+      const trigger = await this.get(organizationId, id, em, true);
+      if (!ALLOWED_FROM[op].includes(trigger.status)) {
+        throw new AppError(409, 'INVALID_STATE_TRANSITION', `Cannot ${op} a trigger that is ${trigger.status}`, {
+          details: `${op} is allowed from: ${ALLOWED_FROM[op].join(', ')}`,
+        });
+      }
+      const target = TARGET[op];
+      // Idempotent activate/deactivate keep the time of the first one.
+      if (trigger.status === target) return trigger;
+      const now = new Date();
+      trigger.status = target;
+      trigger.updatedAt = now;
+      if (op === 'activate') trigger.activatedAt = now;
+      if (op === 'deactivate') trigger.deactivatedAt = now;
+      if (op === 'pause') trigger.pausedAt = now;
+      if (op === 'resume') trigger.resumedAt = now;
+      await em.flush();
+      if (trigger.type === 'schedule') await syncTriggerSchedule(this.services, { trigger, workflowName: await this.workflowName(em, trigger) });
+      return trigger;
+    });
+  }
+
+  async listExecutions(organizationId: string, triggerId: string, filter: { status?: string } & DateRange, page: Page) {
+    checkDateRange(filter);
+    await this.get(organizationId, triggerId);
+    const { clause, params } = executionFilter(organizationId, triggerId, filter);
+    const statusClause = filter.status ? ' and status = ?' : '';
+    const statusParams = filter.status ? [filter.status] : [];
+    const rows = (await this.em.execute(
+      `select * from (${DERIVED} where ${clause}) x where true${statusClause} order by triggered_at desc, id desc limit ? offset ?`,
+      [...params, ...statusParams, page.limit, offsetOf(page)],
+    )) as ExecutionRow[];
+    const count = (await this.em.execute(`select count(*)::int as n from (${DERIVED} where ${clause}) x where true${statusClause}`, [
+      ...params,
+      ...statusParams,
+    ])) as Array<{ n: number }>;
+    return { items: rows, total: count[0]?.n ?? 0 };
+  }
+
+  async getExecution(organizationId: string, triggerId: string, executionId: string): Promise<ExecutionRow> {
+    await this.get(organizationId, triggerId);
+    const rows = (await this.em.execute(`${DERIVED} where te.organization_id = ? and te.trigger_id = ? and te.id = ?`, [
+      organizationId,
+      triggerId,
+      executionId,
+    ])) as ExecutionRow[];
+    const row = rows[0];
+    if (!row) throw notFound('TRIGGER_EXECUTION_NOT_FOUND', 'Trigger execution');
+    return row;
+  }
+
+  async metrics(organizationId: string, triggerId: string, q: { start_date?: string; end_date?: string; granularity: Granularity }) {
+    checkDateRange({ start: q.start_date, end: q.end_date });
+    await this.get(organizationId, triggerId);
+    const endDate = q.end_date ?? new Date().toISOString();
+    const startDate = q.start_date ?? new Date(Math.min(Date.parse(endDate), Date.now()) - 30 * 86_400_000).toISOString();
+    if (Date.parse(endDate) <= Date.parse(startDate)) {
+      throw new AppError(400, 'INVALID_DATE_RANGE', 'end_date must be after start_date', { field: 'end_date' });
+    }
+    const { clause, params } = executionFilter(organizationId, triggerId, { start: startDate, end: endDate });
+    const base = `(${DERIVED} where ${clause})`;
+    const [totals] = (await this.em.execute(
+      `select count(*)::int as total,
+              count(*) filter (where status = 'success')::int as success,
+              count(*) filter (where status = 'failed')::int as failed,
+              coalesce(round(avg(duration_ms) filter (where status <> 'running')), 0)::int as avg_ms,
+              count(distinct any_customer_id)::int as customers
+         from ${base} x`,
+      params,
+    )) as Array<{ total: number; success: number; failed: number; avg_ms: number; customers: number }>;
+    const channels = (await this.em.execute(`select channel, count(*)::int as n from ${base} x group by channel order by channel`, params)) as Array<{
+      channel: string;
+      n: number;
+    }>;
+    const buckets = (await this.em.execute(
+      `select to_char(date_trunc('${q.granularity}', triggered_at at time zone 'UTC'), 'YYYY-MM-DD"T"HH24:MI:SS') as bucket,
+              count(*)::int as executions,
+              count(*) filter (where status = 'success')::int as success,
+              count(*) filter (where status = 'failed')::int as failed,
+              coalesce(round(avg(duration_ms) filter (where status <> 'running')), 0)::int as avg_ms
+         from ${base} x group by 1 order by 1`,
+      params,
+    )) as Array<{ bucket: string; executions: number; success: number; failed: number; avg_ms: number }>;
+    const rate = (s: number, f: number) => (s + f === 0 ? 0 : Math.round((s / (s + f)) * 10_000) / 10_000);
+    const t = totals ?? { total: 0, success: 0, failed: 0, avg_ms: 0, customers: 0 };
+    return {
+      trigger_id: triggerId,
+      period: { start_date: new Date(startDate).toISOString(), end_date: new Date(endDate).toISOString() },
+      metrics: {
+        total_executions: t.total,
+        successful_executions: t.success,
+        failed_executions: t.failed,
+        success_rate: rate(t.success, t.failed),
+        average_duration_ms: t.avg_ms,
+        unique_customers: t.customers,
+        channel_breakdown: Object.fromEntries(channels.map((c) => [c.channel, c.n])),
+      },
+      daily_metrics: buckets.map((b) => ({
+        date: bucketLabel(b.bucket, q.granularity),
+        executions: b.executions,
+        success_rate: rate(b.success, b.failed),
+        average_duration_ms: b.avg_ms,
+      })),
+    };
+  }
+
+  /** Sets `url` / `endpoint` / a generated secret; a client may send the assigned value back, never another. */
+  private assignServiceFields(
+    id: string,
+    type: TriggerType,
+    config: Record<string, unknown>,
+    previous: Record<string, unknown> | undefined,
+  ): Record<string, unknown> {
+    const readOnly = (field: 'url' | 'endpoint', assigned: string) => {
+      const given = config[field];
+      if (given !== undefined && given !== assigned) {
+        throw new AppError(400, 'INVALID_TRIGGER_CONFIG', `configuration.${field} is assigned by the service and cannot be set`, {
+          field: `configuration.${field}`,
+        });
+      }
+      return assigned;
+    };
+    if (type === 'webhook') {
+      const c = config as WebhookTriggerConfig;
+      const secret = c.secret ?? (previous?.secret as string | undefined) ?? generateWebhookSecret();
+      // Header names are case-insensitive: store them lower-cased so matching is exact.
+      const headers = Object.fromEntries(Object.entries(c.headers).map(([k, v]) => [k.toLowerCase(), v]));
+      return { ...c, headers, secret, url: readOnly('url', `${this.services.config.BASE_URL}${webhookPath(id)}`) };
+    }
+    if (type === 'api') return { ...config, endpoint: readOnly('endpoint', apiTriggerPath(id)) };
+    return config;
+  }
+
+  private async workflowName(em: EntityManager, trigger: Trigger): Promise<string> {
+    const wf = await em.findOne(Workflow, { id: trigger.workflowId }, { fields: ['name'] });
+    return wf?.name ?? '';
+  }
+}
+
+function executionFilter(organizationId: string, triggerId: string, range: DateRange) {
+  const { from, to, toInclusive } = rangeBounds(range);
+  let clause = 'te.organization_id = ? and te.trigger_id = ?';
+  const params: unknown[] = [organizationId, triggerId];
+  if (from) {
+    clause += ' and te.triggered_at >= ?';
+    params.push(from);
+  }
+  if (to) {
+    clause += toInclusive ? ' and te.triggered_at <= ?' : ' and te.triggered_at < ?';
+    params.push(to);
+  }
+  return { clause, params };
+}
+
+/** Buckets are UTC: `YYYY-MM-DD` for day, week (its Monday) and month (its 1st); an hour is a full timestamp. */
+function bucketLabel(bucket: string, granularity: Granularity): string {
+  return granularity === 'hour' ? `${bucket.slice(0, 13)}:00:00Z` : bucket.slice(0, 10);
+}
+
+async function flushUnique(em: EntityManager, name: string) {
+  try {
+    await em.flush();
+  } catch (err) {
+    if (err instanceof UniqueConstraintViolationException) throw nameTaken(name);
+    throw err;
+  }
+}

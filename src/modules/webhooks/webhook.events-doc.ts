@@ -1,0 +1,130 @@
+/**
+ * Owns the OpenAPI description of what webhooks receive: the event envelope and the `data`
+ * of each of the eight event types (the spec shows the workflow events' fields; the others
+ * are what their emitters write — executions, customers/messages and triggers modules),
+ * registered as OpenAPI 3.1 `webhooks` so clients see every payload in /v1/openapi.json.
+ */
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import { z } from '../../http/zod';
+import { EVENT_TYPES, type EventType } from '../events/event.entity';
+
+const Channel = z.string().openapi({ example: 'whatsapp' });
+
+const WorkflowEventData = z
+  .object({
+    workflow_id: z.string(),
+    execution_id: z.string(),
+    status: z.enum(['running', 'success', 'failed']),
+    duration_ms: z.number().int().openapi({ description: '0 for workflow.started' }),
+    customer_id: z.string().nullable(),
+    channel: Channel,
+  })
+  .openapi('WorkflowEventData');
+
+const WorkflowFailedEventData = WorkflowEventData.extend({
+  error_type: z.string().nullable(),
+  error_message: z.string().nullable(),
+}).openapi('WorkflowFailedEventData');
+
+const MessageReceivedEventData = z
+  .object({
+    message_id: z.string(),
+    customer_id: z.string(),
+    external_id: z.string().openapi({ description: "The customer's id on the channel" }),
+    channel: Channel,
+    text: z.string(),
+    metadata: z.record(z.string(), z.unknown()),
+    execution_id: z.string().nullable().openapi({ description: 'The execution waiting for this reply, if any' }),
+  })
+  .openapi('MessageReceivedEventData');
+
+const MessageSentEventData = z
+  .object({
+    message_id: z.string(),
+    customer_id: z.string(),
+    channel: Channel,
+    text: z.string(),
+    workflow_id: z.string(),
+    execution_id: z.string(),
+    node_id: z.string(),
+  })
+  .openapi('MessageSentEventData');
+
+const TriggerActivatedEventData = z
+  .object({
+    trigger_id: z.string(),
+    trigger_execution_id: z.string(),
+    trigger_type: z.enum(['message', 'schedule', 'webhook', 'api']),
+    workflow_id: z.string(),
+    channel: Channel,
+    customer_id: z.string().nullable(),
+    triggered_at: z.string(),
+  })
+  .openapi('TriggerActivatedEventData');
+
+const CustomerEventData = z
+  .object({
+    customer_id: z.string(),
+    external_id: z.string(),
+    channel: Channel,
+    name: z.string().nullable(),
+    changed: z.array(z.string()).optional().openapi({ description: 'customer.updated: the fields that changed' }),
+  })
+  .openapi('CustomerEventData');
+
+export const EVENT_DATA_SCHEMAS: Record<EventType, z.ZodType> = {
+  'workflow.started': WorkflowEventData,
+  'workflow.completed': WorkflowEventData,
+  'workflow.failed': WorkflowFailedEventData,
+  'message.received': MessageReceivedEventData,
+  'message.sent': MessageSentEventData,
+  'trigger.activated': TriggerActivatedEventData,
+  'customer.created': CustomerEventData,
+  'customer.updated': CustomerEventData,
+};
+
+const metadata = z
+  .object({
+    webhook_id: z.string(),
+    retry_count: z.number().int().openapi({ description: '0 on the first attempt' }),
+    version: z.string().openapi({ example: '1.0' }),
+  })
+  .openapi('WebhookEventMetadata');
+
+const envelope = (type: EventType) =>
+  z.object({
+    id: z.string().openapi({ description: 'Event id: the idempotency key, the same on every retry and redelivery', example: 'evt_4eC39HqLyjWDarjtT1zd' }),
+    type: z.literal(type),
+    timestamp: z.string().openapi({ description: 'When the event happened (ISO 8601, UTC)' }),
+    data: EVENT_DATA_SCHEMAS[type],
+    metadata,
+  });
+
+export const WebhookEvent = z
+  .union(EVENT_TYPES.map((t) => envelope(t)) as unknown as [z.ZodObject, z.ZodObject, ...z.ZodObject[]])
+  .openapi('WebhookEvent');
+
+const HEADERS_DOC = [
+  '`Content-Type: application/json`;',
+  '`X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret\'s UTF-8 bytes;',
+  '`X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...;',
+  'Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and',
+  '`webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`).',
+  'Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook;',
+  '408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.',
+].join(' ');
+
+export function registerWebhookEventDocs(registry: OpenAPIRegistry): void {
+  registry.register('WebhookEvent', WebhookEvent);
+  for (const type of EVENT_TYPES) {
+    registry.registerWebhook({
+      method: 'post',
+      path: type,
+      summary: `${type} event delivered to subscribed webhooks`,
+      description: HEADERS_DOC,
+      tags: ['Webhook events'],
+      request: { body: { content: { 'application/json': { schema: envelope(type) } }, required: true } },
+      responses: { 200: { description: 'Any 2xx acknowledges the delivery' } },
+    });
+  }
+}

@@ -1,0 +1,209 @@
+/** The webhooks endpoints of the contract: create, list, get, update, delete, test, logs, redeliver. */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { MessageOut } from '../../http/openapi';
+import { paginate, PaginationOut } from '../../http/pagination';
+import { type AnyRoute, defineRoute } from '../../http/route';
+import { z } from '../../http/zod';
+import type { Services } from '../../services';
+import type { Webhook, WebhookLog } from './webhook.entity';
+import {
+  classifyWebhookIssue,
+  RedeliveryOut,
+  WebhookCreatedOut,
+  WebhookIdParams,
+  WebhookIn,
+  WebhookListItemOut,
+  WebhookListQuery,
+  WebhookLogOut,
+  WebhookLogParams,
+  WebhookLogQuery,
+  WebhookOut,
+  WebhookTestIn,
+  WebhookTestOut,
+  WebhookUpdate,
+} from './webhook.schemas';
+import { WebhookSender } from './webhook.sender';
+import { WebhookService } from './webhook.service';
+
+export function toWebhookListItem(h: Webhook): z.output<typeof WebhookListItemOut> {
+  return {
+    id: h.id,
+    name: h.name,
+    url: h.url,
+    events: h.events,
+    active: h.active,
+    created_at: h.createdAt.toISOString(),
+    updated_at: h.updatedAt.toISOString(),
+  };
+}
+
+const toCreatedOut = (h: Webhook): z.output<typeof WebhookCreatedOut> => ({ ...toWebhookListItem(h), secret: h.secret });
+const toWebhookOut = (h: Webhook): z.output<typeof WebhookOut> => ({
+  ...toCreatedOut(h),
+  retry_policy: { max_retries: h.maxRetries, retry_delay_ms: h.retryDelayMs },
+});
+
+export const toWebhookLogOut = (l: Omit<WebhookLog, 'responseBody'>): z.output<typeof WebhookLogOut> => ({
+  id: l.id,
+  webhook_id: l.webhookId,
+  event_id: l.eventId,
+  event_type: l.eventType,
+  status: l.status,
+  response_code: l.responseCode,
+  response_time_ms: l.responseTimeMs,
+  attempt: l.attempt,
+  delivered_at: l.deliveredAt.toISOString(),
+  error_message: l.errorMessage,
+});
+
+const NOT_FOUND: [number, string] = [404, 'WEBHOOK_NOT_FOUND'];
+
+export function webhookRoutes(services: Services): AnyRoute[] {
+  let sender: WebhookSender | undefined;
+  const getSender = () => (sender ??= WebhookSender.fromConfig(services.config));
+  const svc = () => new WebhookService(services.orm.em as EntityManager, services, getSender);
+  const tag = 'Webhooks';
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/v1/webhooks',
+      operationId: 'createWebhook',
+      summary: 'Create a webhook (the answer carries the secret; retry_policy is read with get)',
+      tag,
+      scope: 'webhooks:write',
+      limits: ['resource_write'],
+      body: WebhookIn,
+      classify: classifyWebhookIssue,
+      status: 201,
+      response: z.object({ data: WebhookCreatedOut }),
+      errors: [
+        [400, 'INVALID_WEBHOOK_URL | INVALID_EVENT_TYPES | INVALID_RETRY_POLICY'],
+        [409, 'WEBHOOK_ALREADY_EXISTS'],
+        [422, 'WEBHOOK_VALIDATION_FAILED'],
+      ],
+      async handler({ body, credential }) {
+        return { data: toCreatedOut(await svc().create(credential.organizationId, body)) };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/webhooks',
+      operationId: 'listWebhooks',
+      summary: 'List webhooks (items carry neither secret nor retry_policy)',
+      tag,
+      scope: 'webhooks:read',
+      limits: ['resource_read'],
+      query: WebhookListQuery,
+      classify: classifyWebhookIssue,
+      response: z.object({ data: z.array(WebhookListItemOut), pagination: PaginationOut }),
+      errors: [[400, 'INVALID_EVENT_TYPES']],
+      async handler({ query, credential }) {
+        const { page, limit, ...filter } = query;
+        const { items, total } = await svc().list(credential.organizationId, filter, { page, limit });
+        return paginate(items.map(toWebhookListItem), { page, limit }, total);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/webhooks/{webhook_id}',
+      operationId: 'getWebhook',
+      summary: 'Get a webhook with its secret and retry_policy',
+      tag,
+      scope: 'webhooks:read',
+      limits: ['resource_read'],
+      params: WebhookIdParams,
+      response: z.object({ data: WebhookOut }),
+      errors: [NOT_FOUND],
+      async handler({ params, credential }) {
+        return { data: toWebhookOut(await svc().get(credential.organizationId, params.webhook_id)) };
+      },
+    }),
+    defineRoute({
+      method: 'put',
+      path: '/v1/webhooks/{webhook_id}',
+      operationId: 'updateWebhook',
+      summary: 'Update a webhook: any of name, events, retry_policy (and active)',
+      tag,
+      scope: 'webhooks:write',
+      limits: ['resource_write'],
+      params: WebhookIdParams,
+      body: WebhookUpdate,
+      classify: classifyWebhookIssue,
+      response: z.object({ data: WebhookOut }),
+      errors: [NOT_FOUND, [400, 'INVALID_EVENT_TYPES | INVALID_RETRY_POLICY']],
+      async handler({ params, body, credential }) {
+        return { data: toWebhookOut(await svc().update(credential.organizationId, params.webhook_id, body)) };
+      },
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/v1/webhooks/{webhook_id}',
+      operationId: 'deleteWebhook',
+      summary: 'Delete a webhook and its log; deliveries in flight stop',
+      tag,
+      scope: 'webhooks:delete',
+      limits: ['resource_delete'],
+      params: WebhookIdParams,
+      response: MessageOut,
+      errors: [NOT_FOUND],
+      async handler({ params, credential }) {
+        await svc().delete(credential.organizationId, params.webhook_id);
+        return { message: `Webhook ${params.webhook_id} deleted` };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/webhooks/{webhook_id}/test',
+      operationId: 'testWebhook',
+      summary: 'Send one real signed delivery of a test event and report the outcome',
+      description: 'One attempt, no retries, not written to the delivery log. `status` is `success` for a 2xx answer.',
+      tag,
+      scope: 'webhooks:write',
+      limits: ['resource_write'],
+      params: WebhookIdParams,
+      body: WebhookTestIn,
+      classify: classifyWebhookIssue,
+      response: z.object({ data: WebhookTestOut }),
+      errors: [NOT_FOUND, [400, 'INVALID_EVENT_TYPES']],
+      async handler({ params, body, credential }) {
+        return { data: await svc().test(credential.organizationId, params.webhook_id, body) };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/webhooks/{webhook_id}/logs',
+      operationId: 'listWebhookLogs',
+      summary: 'List delivery attempts, newest first',
+      tag,
+      scope: 'webhooks:read',
+      limits: ['resource_read'],
+      params: WebhookIdParams,
+      query: WebhookLogQuery,
+      response: z.object({ data: z.array(WebhookLogOut), pagination: PaginationOut }),
+      errors: [NOT_FOUND, [400, 'INVALID_DATE_RANGE']],
+      async handler({ params, query, credential }) {
+        const { page, limit, ...filter } = query;
+        const { items, total } = await svc().logs(credential.organizationId, params.webhook_id, filter, { page, limit });
+        return paginate(items.map(toWebhookLogOut), { page, limit }, total);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/webhooks/{webhook_id}/logs/{log_id}/redeliver',
+      operationId: 'redeliverWebhookLog',
+      summary: "Deliver a log entry's event again (same event id; attempts continue the count)",
+      tag,
+      scope: 'webhooks:write',
+      limits: ['resource_write'],
+      params: WebhookLogParams,
+      response: z.object({ data: RedeliveryOut }),
+      errors: [
+        [404, 'WEBHOOK_NOT_FOUND | WEBHOOK_LOG_NOT_FOUND'],
+        [422, 'WEBHOOK_VALIDATION_FAILED'],
+      ],
+      async handler({ params, credential }) {
+        return { data: await svc().redeliver(credential.organizationId, params.webhook_id, params.log_id) };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,187 @@
+/**
+ * Owns the webhook lifecycle and its log: create (URL checked for syntax and forbidden
+ * targets, secret generated when absent), list, get, update, delete, test (one real signed
+ * delivery, answered synchronously), log listing and redelivery (a new delivery workflow
+ * of the same event). Every query is scoped to the caller's organization; another
+ * organization's webhook is simply not found.
+ */
+import { randomBytes } from 'node:crypto';
+import { type EntityManager, UniqueConstraintViolationException } from '@mikro-orm/postgresql';
+import { AppError, conflict, notFound } from '../../http/errors';
+import { offsetOf, type Page } from '../../http/pagination';
+import { newId, randomBase62 } from '../../ids';
+import type { Services } from '../../services';
+import { type EventType, OutboxEvent } from '../events/event.entity';
+import { redeliveryWorkflowId, type WebhookDeliveryInput } from '../../../temporal/webhooks.shared';
+import { buildEventPayload } from './webhook.delivery';
+import { Webhook, WebhookLog, type WebhookLogStatus } from './webhook.entity';
+import type { WebhookIn, WebhookUpdate } from './webhook.schemas';
+import { classifyAnswer, type WebhookSender } from './webhook.sender';
+import { checkWebhookUrl } from './webhook-target';
+
+const webhookNotFound = () => notFound('WEBHOOK_NOT_FOUND', 'Webhook');
+const urlTaken = () => conflict('WEBHOOK_ALREADY_EXISTS', 'A webhook with this URL already exists', 'url');
+
+export const generateSecret = () => randomBytes(32).toString('base64url');
+
+export interface WebhookListFilter {
+  active?: boolean;
+  event_type?: EventType;
+}
+
+export interface WebhookLogFilter {
+  status?: WebhookLogStatus;
+  start_date?: string;
+  end_date?: string;
+  event_id?: string;
+}
+
+export class WebhookService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly services: Services,
+    private readonly sender: () => WebhookSender,
+  ) {}
+
+  async list(organizationId: string, filter: WebhookListFilter, page: Page) {
+    const where: Record<string, unknown> = { organizationId };
+    if (filter.active !== undefined) where.active = filter.active;
+    if (filter.event_type) where.events = { $contains: [filter.event_type] };
+    const [items, total] = await this.em.findAndCount(Webhook, where, {
+      orderBy: { createdAt: 'desc', id: 'desc' },
+      limit: page.limit,
+      offset: offsetOf(page),
+    });
+    return { items, total };
+  }
+
+  async get(organizationId: string, id: string): Promise<Webhook> {
+    const hook = await this.em.findOne(Webhook, { id, organizationId });
+    if (!hook) throw webhookNotFound();
+    return hook;
+  }
+
+  async create(organizationId: string, input: WebhookIn): Promise<Webhook> {
+    const checked = await checkWebhookUrl(input.url, this.services.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS);
+    if (!('url' in checked)) {
+      if (checked.kind === 'unresolvable') throw new AppError(422, 'WEBHOOK_VALIDATION_FAILED', checked.message, { field: 'url' });
+      throw new AppError(400, 'INVALID_WEBHOOK_URL', checked.message, { field: 'url' });
+    }
+    const url = checked.url.href;
+    const hook = this.em.create(Webhook, {
+      id: newId('webhook'),
+      organizationId,
+      name: input.name ?? checked.url.hostname,
+      url,
+      events: input.events,
+      secret: input.secret ?? generateSecret(),
+      active: input.active,
+      maxRetries: input.retry_policy?.max_retries ?? 3,
+      retryDelayMs: input.retry_policy?.retry_delay_ms ?? 1000,
+    });
+    await this.flushUnique();
+    return hook;
+  }
+
+  async update(organizationId: string, id: string, input: WebhookUpdate): Promise<Webhook> {
+    const hook = await this.get(organizationId, id);
+    if (input.name !== undefined) hook.name = input.name;
+    if (input.events !== undefined) hook.events = input.events;
+    if (input.retry_policy !== undefined) {
+      hook.maxRetries = input.retry_policy.max_retries;
+      hook.retryDelayMs = input.retry_policy.retry_delay_ms;
+    }
+    if (input.active !== undefined && input.active !== hook.active) {
+      hook.active = input.active;
+      hook.deactivatedReason = null;
+    }
+    hook.updatedAt = new Date();
+    await this.em.flush();
+    return hook;
+  }
+
+  async delete(organizationId: string, id: string): Promise<void> {
+    const deleted = await this.em.nativeDelete(Webhook, { id, organizationId });
+    if (deleted === 0) throw webhookNotFound();
+  }
+
+  /** One real signed delivery of a synthetic event; answered with its outcome, not logged. */
+  async test(organizationId: string, id: string, input: { event_type: EventType; test_data: Record<string, unknown> }) {
+    const hook = await this.get(organizationId, id);
+    const testId = newId('event');
+    const testedAt = new Date();
+    const body = JSON.stringify(buildEventPayload({ id: testId, type: input.event_type, createdAt: testedAt, data: input.test_data }, hook.id, 0));
+    const outcome = await this.sender().send({ url: hook.url, secret: hook.secret, body, eventId: testId, attempt: 1 });
+    const delivered = outcome.answered && classifyAnswer(outcome.status) === 'delivered';
+    return {
+      test_id: testId,
+      status: delivered ? ('success' as const) : ('failed' as const),
+      response_code: outcome.answered ? outcome.status : 0,
+      response_time_ms: outcome.durationMs,
+      tested_at: testedAt.toISOString(),
+      error_message: delivered ? null : outcome.answered ? `HTTP ${outcome.status}` : outcome.error,
+    };
+  }
+
+  async logs(organizationId: string, id: string, filter: WebhookLogFilter, page: Page) {
+    await this.get(organizationId, id);
+    const where: Record<string, unknown> = { webhookId: id, organizationId };
+    if (filter.status) where.status = filter.status;
+    if (filter.event_id) where.eventId = filter.event_id;
+    const start = filter.start_date ? new Date(filter.start_date) : undefined;
+    const end = filter.end_date ? new Date(filter.end_date) : undefined;
+    if (start && end && end.getTime() <= start.getTime()) {
+      throw new AppError(400, 'INVALID_DATE_RANGE', 'end_date must be after start_date', { field: 'end_date' });
+    }
+    if (start || end) where.deliveredAt = { ...(start ? { $gte: start } : {}), ...(end ? { $lte: end } : {}) };
+    const [items, total] = await this.em.findAndCount(WebhookLog, where, {
+      orderBy: { deliveredAt: 'desc', id: 'desc' },
+      limit: page.limit,
+      offset: offsetOf(page),
+      exclude: ['responseBody'],
+    });
+    return { items, total };
+  }
+
+  /** Starts a new delivery of the log entry's event; its attempts continue the event's count. */
+  async redeliver(organizationId: string, id: string, logId: string) {
+    const hook = await this.get(organizationId, id);
+    const log = await this.em.findOne(WebhookLog, { id: logId, webhookId: id, organizationId });
+    if (!log) throw notFound('WEBHOOK_LOG_NOT_FOUND', 'Webhook log entry');
+    if (!hook.active) {
+      throw new AppError(422, 'WEBHOOK_VALIDATION_FAILED', 'The webhook is inactive; activate it before redelivering');
+    }
+    const event = await this.em.findOne(OutboxEvent, { id: log.eventId, organizationId });
+    if (!event) throw new AppError(422, 'WEBHOOK_VALIDATION_FAILED', 'The event of this log entry is no longer stored');
+    const [row] = await this.em.execute<Array<{ n: number | null }>>(
+      'select max(attempt)::int as n from webhook_logs where webhook_id = ? and event_id = ?',
+      [hook.id, event.id],
+    );
+    const input: WebhookDeliveryInput = {
+      eventId: event.id,
+      webhookId: hook.id,
+      organizationId,
+      retryPolicy: { max_retries: hook.maxRetries, retry_delay_ms: hook.retryDelayMs },
+      httpTimeoutMs: this.services.config.WEBHOOK_TIMEOUT_MS,
+      previousAttempts: row?.n ?? 0,
+    };
+    const workflowId = redeliveryWorkflowId(event.id, hook.id, randomBase62(10));
+    await this.services.temporal.client.workflow.start('webhookDeliveryWorkflow', {
+      taskQueue: this.services.config.TEMPORAL_TASK_QUEUE,
+      workflowId,
+      args: [input],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      workflowIdConflictPolicy: 'FAIL',
+    });
+    return { delivery_id: workflowId, webhook_id: hook.id, event_id: event.id, log_id: log.id, status: 'queued' as const };
+  }
+
+  private async flushUnique() {
+    try {
+      await this.em.flush();
+    } catch (err) {
+      if (err instanceof UniqueConstraintViolationException) throw urlTaken();
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,210 @@
+/**
+ * Owns `executionWorkflow`: one run per execution (workflow id = execution id). It walks
+ * the nodes of the revision it was started with, from nodes[0] along `next` (a node
+ * without `next` ends the execution): `message` and `ai_response` are one activity each;
+ * `form` asks each field, waits durably for the customer's reply (signal
+ * `customerReply`, deduplicated by message id) up to the node's timeout, re-asks an
+ * invalid reply up to FORM_MAX_ATTEMPTS times, then records the answers.
+ *
+ * Every outcome is written by `completeExecution`: success, failed (with error_type
+ * timeout | api_error | validation_error; the Temporal run then fails too, so operators
+ * see it), or cancelled (cancellation of the run).
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  isCancellation,
+  proxyActivities,
+  setHandler,
+  TimeoutFailure,
+} from '@temporalio/workflow';
+import type { ExecutionActivities } from '../activities/executions.activities';
+import {
+  type CustomerReply,
+  customerReplySignal,
+  DEFAULT_FORM_TIMEOUT_SECONDS,
+  ExecutionErrorTypes,
+  type ExecutionNodeSpec,
+  executionProgressQuery,
+  type ExecutionProgress,
+  type ExecutionWorkflowInput,
+  type ExecutionWorkflowResult,
+  FORM_MAX_ATTEMPTS,
+  type FormNodeSpec,
+  validateFormReply,
+} from '../executions.shared';
+
+const NON_RETRYABLE = [ExecutionErrorTypes.validation, ExecutionErrorTypes.api];
+
+/** Node activities: a send is seconds; five attempts span about half a minute of provider trouble. */
+const nodeActs = proxyActivities<ExecutionActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 5, nonRetryableErrorTypes: NON_RETRYABLE },
+});
+/** ai_response may wait on a model endpoint. */
+const aiActs = proxyActivities<ExecutionActivities>({
+  startToCloseTimeout: '45 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '15 seconds', maximumAttempts: 4, nonRetryableErrorTypes: NON_RETRYABLE },
+});
+/** The final write must happen: retried until the database takes it. */
+const finishActs = proxyActivities<ExecutionActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes: [] },
+});
+
+type ErrorType = NonNullable<ExecutionWorkflowResult['errorType']>;
+
+class NodeFailure extends Error {
+  constructor(
+    readonly node: ExecutionNodeSpec,
+    readonly startedAt: number,
+    readonly errorType: ErrorType,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function classify(err: unknown): { errorType: ErrorType; message: string } {
+  if (err instanceof ActivityFailure) {
+    const cause = err.cause;
+    if (cause instanceof ApplicationFailure) {
+      if (cause.type === ExecutionErrorTypes.validation) return { errorType: 'validation_error', message: cause.message };
+      return { errorType: 'api_error', message: cause.message };
+    }
+    if (cause instanceof TimeoutFailure) return { errorType: 'timeout', message: 'a node activity timed out' };
+    return { errorType: 'api_error', message: cause?.message ?? err.message };
+  }
+  return { errorType: 'api_error', message: err instanceof Error ? err.message : String(err) };
+}
+
+function nodeInput(node: ExecutionNodeSpec, question: string): Record<string, unknown> {
+  if (node.type === 'message') return { content: node.content };
+  if (node.type === 'ai_response') return { question, knowledge_base: node.knowledge_base };
+  return { fields: node.fields.map((f) => f.name) };
+}
+
+export async function executionWorkflow(input: ExecutionWorkflowInput): Promise<ExecutionWorkflowResult> {
+  const ctx = {
+    executionId: input.executionId,
+    organizationId: input.organizationId,
+    workflowId: input.workflowId,
+    channel: input.channel,
+    customerId: input.customerId,
+  };
+  const replies: CustomerReply[] = [];
+  const seenReplies = new Set<string>();
+  const progress: ExecutionProgress = { nodeId: null, waitingForInput: false, stepsCompleted: 0 };
+  setHandler(customerReplySignal, (reply) => {
+    if (seenReplies.has(reply.messageId)) return;
+    seenReplies.add(reply.messageId);
+    replies.push(reply);
+  });
+  setHandler(executionProgressQuery, () => progress);
+
+  const byId = new Map(input.nodes.map((n) => [n.id, n]));
+  /** The customer's latest text: what ai_response answers. */
+  let lastCustomerText = typeof input.input.message === 'string' ? input.input.message : '';
+  let lastResponse: string | null = null;
+  const formData: Record<string, Record<string, string>> = {};
+
+  const collectForm = async (node: FormNodeSpec, startedAt: number) => {
+    const timeoutMs = (node.timeout_seconds ?? DEFAULT_FORM_TIMEOUT_SECONDS) * 1000;
+    const answers: Record<string, string> = {};
+    for (const field of node.fields) {
+      let prompt = field.label;
+      for (let attempt = 1; ; attempt++) {
+        await nodeActs.sendFormPrompt({ ctx, nodeId: node.id, field: field.name, attempt, text: prompt });
+        progress.waitingForInput = true;
+        const got = await condition(() => replies.length > 0, timeoutMs);
+        progress.waitingForInput = false;
+        if (!got) throw new NodeFailure(node, startedAt, 'timeout', `no reply for "${field.name}" within ${timeoutMs / 1000} s`);
+        const reply = replies.shift()!;
+        lastCustomerText = reply.text;
+        const checked = validateFormReply(field, reply.text);
+        if ('value' in checked) {
+          answers[field.name] = checked.value;
+          break;
+        }
+        if (attempt >= FORM_MAX_ATTEMPTS) {
+          throw new NodeFailure(node, startedAt, 'validation_error', `"${field.name}": ${checked.problem} (${attempt} attempts)`);
+        }
+        prompt = `${checked.problem}. ${field.label}`;
+      }
+    }
+    await nodeActs.recordFormStep({ ctx, node, startedAt, answers });
+    formData[node.id] = answers;
+  };
+
+  const finish = (result: ExecutionWorkflowResult, failedStep?: { node: ExecutionNodeSpec; startedAt: number }) =>
+    CancellationScope.nonCancellable(() =>
+      finishActs.completeExecution({
+        ctx,
+        completion: {
+          status: result.status,
+          output: result.output,
+          ...(result.errorType ? { errorType: result.errorType } : {}),
+          ...(result.errorMessage ? { errorMessage: result.errorMessage } : {}),
+        },
+        ...(failedStep
+          ? {
+              failedStep: {
+                nodeId: failedStep.node.id,
+                type: failedStep.node.type,
+                startedAt: failedStep.startedAt,
+                input: nodeInput(failedStep.node, lastCustomerText),
+              },
+            }
+          : {}),
+      }),
+    );
+
+  const output = (nextAction: string): Record<string, unknown> => ({
+    response: lastResponse,
+    next_action: nextAction,
+    ...(Object.keys(formData).length > 0 ? { form_data: formData } : {}),
+  });
+
+  try {
+    for (let node = input.nodes[0]; node !== undefined; node = node.next === undefined ? undefined : byId.get(node.next)) {
+      progress.nodeId = node.id;
+      const startedAt = Date.now();
+      try {
+        if (node.type === 'message') {
+          lastResponse = (await nodeActs.runMessageNode({ ctx, node, startedAt })).message_sent;
+        } else if (node.type === 'ai_response') {
+          lastResponse = (await aiActs.runAiResponseNode({ ctx, node, startedAt, question: lastCustomerText })).response;
+        } else {
+          await collectForm(node, startedAt);
+        }
+      } catch (err) {
+        if (isCancellation(err) || err instanceof NodeFailure) throw err;
+        const { errorType, message } = classify(err);
+        throw new NodeFailure(node, startedAt, errorType, message);
+      }
+      progress.stepsCompleted++;
+    }
+  } catch (err) {
+    if (isCancellation(err)) {
+      await finish({ status: 'cancelled', output: output('cancelled') });
+      throw err;
+    }
+    if (err instanceof NodeFailure) {
+      const result: ExecutionWorkflowResult = {
+        status: 'failed',
+        output: output('end'),
+        errorType: err.errorType,
+        errorMessage: err.message,
+      };
+      await finish(result, { node: err.node, startedAt: err.startedAt });
+      // Fail the Temporal run too, so the Temporal UI shows what the API shows.
+      throw ApplicationFailure.nonRetryable(`node ${err.node.id} failed: ${err.message}`, err.errorType, result);
+    }
+    throw err;
+  }
+  const result: ExecutionWorkflowResult = { status: 'success', output: output('end') };
+  await finish(result);
+  return result;
+}

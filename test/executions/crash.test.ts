@@ -1,0 +1,201 @@
+/**
+ * Nothing lost, nothing doubled: real processes are SIGKILLed at the worst moments.
+ *
+ * 1. The API dies between committing an inbound message (and its execution row) and
+ *    starting the Temporal workflow: the worker's reconciler starts it, exactly once.
+ * 2. The worker dies while executions are between steps (a send in flight) and while one
+ *    waits for a form reply: after a restart every execution completes, each step is
+ *    recorded once and each message stored once.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { reconcileOnce } from '../../src/modules/executions/execution.reconciler';
+import { bearer, createTestApp, type TestApp } from '../helpers/app';
+import { freePort, spawnProcess, type SpawnedProcess } from '../helpers/process';
+import { temporalAddress } from '../helpers/temporal';
+import { createActiveWorkflow, waitFor, waitForExecution } from './helpers';
+
+jest.setTimeout(180_000);
+
+describe('crash safety of executions', () => {
+  let t: TestApp;
+  let key: string;
+  const children: SpawnedProcess[] = [];
+
+  const env = (extra: Record<string, string> = {}) => ({
+    DATABASE_URL: t.databaseUrl,
+    TEMPORAL_ADDRESS: temporalAddress(),
+    TEMPORAL_TASK_QUEUE: t.config.TEMPORAL_TASK_QUEUE,
+    REDIS_KEY_PREFIX: t.config.REDIS_KEY_PREFIX,
+    LOG_LEVEL: 'info',
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    EXECUTION_RECONCILE_INTERVAL_MS: '200',
+    EXECUTION_RECONCILE_GRACE_MS: '0',
+    ...extra,
+  });
+  const spawnMain = (role: 'api' | 'worker', extra: Record<string, string> = {}) => {
+    const p = spawnProcess('npx', ['tsx', 'src/main.ts', role], { env: env(extra) });
+    children.push(p);
+    return p;
+  };
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    key = (await t.createKey('admin')).key;
+  });
+  afterAll(async () => {
+    for (const c of children) await c.kill('SIGKILL');
+    await t.close();
+  });
+
+  it('an API killed between recording a message and starting its execution: the execution starts exactly once', async () => {
+    const workflowId = await createActiveWorkflow(t, key, {
+      name: 'Crash API',
+      channel: 'whatsapp',
+      configuration: {
+        trigger: { type: 'keyword', keywords: ['order'] },
+        nodes: [
+          { id: 'one', type: 'message', content: 'first', next: 'two' },
+          { id: 'two', type: 'message', content: 'second' },
+        ],
+      },
+    });
+    const port = await freePort();
+    const api = spawnMain('api', { PORT: String(port), FAILPOINTS: 'execution.before_temporal_start' });
+    await api.waitForLine(/API listening/, 60_000);
+    const posted = await fetch(`http://127.0.0.1:${port}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...bearer(key) },
+      body: JSON.stringify({ channel: 'whatsapp', customer_id: 'crash-1', message: 'my order' }),
+    }).then(
+      (r) => r.status,
+      () => 'connection lost',
+    );
+    expect(posted).toBe('connection lost');
+    expect((await api.exited).signal).toBe('SIGKILL');
+
+    // Committed, not started.
+    const rows = await t.query<{ id: string; temporal_started_at: Date | null; message_id: string }>(
+      'select id, temporal_started_at, message_id from executions where workflow_id = ?',
+      [workflowId],
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.temporal_started_at).toBeNull();
+    const executionId = rows[0]!.id;
+    expect(await t.query('select id from messages where id = ? and direction = ?', [rows[0]!.message_id, 'inbound'])).toHaveLength(1);
+    await expect(t.services.temporal.client.workflow.getHandle(executionId).describe()).rejects.toThrow();
+
+    // A worker process comes up; its reconciler starts the execution.
+    const worker = spawnMain('worker');
+    await worker.waitForLine(/worker running/, 60_000);
+    const done = await waitForExecution(t, key, workflowId, executionId, 'success', 60_000);
+    expect(done.steps.map((s: { node_id: string }) => s.node_id)).toEqual(['one', 'two']);
+
+    // Exactly once: further reconciler passes and a racing start change nothing.
+    expect(await reconcileOnce(t.services, 0)).toEqual({ started: 0, redelivered: 0 });
+    const runs: string[] = [];
+    for await (const wf of t.services.temporal.client.workflow.list({ query: `WorkflowId = '${executionId}'` })) runs.push(wf.runId);
+    expect(runs).toHaveLength(1);
+    expect(await t.query('select 1 from executions where workflow_id = ?', [workflowId])).toHaveLength(1);
+    expect(await t.query(`select 1 from events where type = 'workflow.started' and data->>'execution_id' = ?`, [executionId])).toHaveLength(1);
+    await worker.kill('SIGTERM');
+  });
+
+  it('a worker killed mid-execution and during a form wait: after a restart all complete, each step recorded once', async () => {
+    // A channel provider that holds every "second" message until released.
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const held: string[] = [];
+    const keys: string[] = [];
+    const provider = http.createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c) => (raw += c));
+      req.on('end', async () => {
+        const body = JSON.parse(raw) as { text: string };
+        keys.push(String(req.headers['idempotency-key']));
+        if (body.text === 'second') {
+          held.push(String(req.headers['idempotency-key']));
+          await released;
+        }
+        res.writeHead(200).end('{}');
+      });
+    });
+    await new Promise<void>((r) => provider.listen(0, '127.0.0.1', r));
+    const providerUrl = `http://127.0.0.1:${(provider.address() as AddressInfo).port}/send`;
+    try {
+      const steps = await createActiveWorkflow(t, key, {
+        name: 'Three steps',
+        channel: 'instagram',
+        configuration: {
+          trigger: { type: 'keyword', keywords: ['steps'] },
+          nodes: [
+            { id: 'a', type: 'message', content: 'first', next: 'b' },
+            { id: 'b', type: 'message', content: 'second', next: 'c' },
+            { id: 'c', type: 'message', content: 'third' },
+          ],
+        },
+      });
+      const form = await createActiveWorkflow(t, key, {
+        name: 'Form crash',
+        channel: 'voice',
+        configuration: {
+          trigger: { type: 'keyword', keywords: ['form'] },
+          nodes: [
+            { id: 'ask', type: 'form', fields: [{ name: 'name', type: 'text', required: true, label: 'Name?' }], next: 'bye' },
+            { id: 'bye', type: 'message', content: 'bye' },
+          ],
+        },
+      });
+      const workerEnv = { CHANNEL_PROVIDER_URL: providerUrl };
+      const first = spawnMain('worker', workerEnv);
+      await first.waitForLine(/worker running/, 60_000);
+
+      const stepIds: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const res = await t.request.post('/v1/messages').set(bearer(key)).send({ channel: 'instagram', customer_id: `s-${i}`, message: 'steps' });
+        stepIds.push(res.body.data.executions[0].id);
+      }
+      const formRes = await t.request.post('/v1/messages').set(bearer(key)).send({ channel: 'voice', customer_id: 'f-1', message: 'form' });
+      const formId = formRes.body.data.executions[0].id as string;
+
+      // Between steps: "a" recorded and "b" in flight for every execution; the form waits.
+      await waitFor(async () => (held.length === 3 ? true : undefined), 'three held sends', 60_000);
+      for (const id of stepIds) {
+        const d = await waitForExecution(t, key, steps, id, (x) => x.steps.length === 1);
+        expect(d.status).toBe('running');
+      }
+      await waitForExecution(t, key, form, formId, (x) => x.output?.next_action === 'wait_for_input', 60_000);
+
+      await first.kill('SIGKILL');
+      release();
+      // The reply arrives while no worker runs: Temporal keeps the signal.
+      const reply = await t.request.post('/v1/messages').set(bearer(key)).send({ channel: 'voice', customer_id: 'f-1', message: 'Grace' });
+      expect(reply.body.data.status).toBe('resumed');
+
+      const second = spawnMain('worker', workerEnv);
+      await second.waitForLine(/worker running/, 60_000);
+      for (const id of stepIds) {
+        const d = await waitForExecution(t, key, steps, id, 'success', 90_000);
+        expect(d.steps.map((s: { node_id: string }) => s.node_id)).toEqual(['a', 'b', 'c']);
+      }
+      const f = await waitForExecution(t, key, form, formId, 'success', 60_000);
+      expect(f.steps.map((s: { node_id: string }) => s.node_id)).toEqual(['ask', 'bye']);
+      expect(f.steps[0].output).toEqual({ form_data: { name: 'Grace' } });
+
+      // Recorded once: steps, transcript rows, completions and counters.
+      for (const id of stepIds) {
+        const outbound = await t.query<{ text: string }>(`select text from messages where execution_id = ? and direction = 'outbound' order by created_at`, [id]);
+        expect(outbound.map((m) => m.text)).toEqual(['first', 'second', 'third']);
+        expect(await t.query(`select 1 from events where type = 'workflow.completed' and data->>'execution_id' = ?`, [id])).toHaveLength(1);
+      }
+      const wf = await t.request.get(`/v1/workflows/${steps}`).set(bearer(key));
+      expect(wf.body.data).toMatchObject({ execution_count: 3, success_rate: 1 });
+      // The provider may see a re-sent message after the crash, always under the same idempotency key.
+      for (const id of stepIds) expect(keys.filter((k) => k === `${id}:b`).length).toBeGreaterThanOrEqual(1);
+      await second.kill('SIGTERM');
+    } finally {
+      release();
+      await new Promise<void>((r) => provider.close(() => r()));
+    }
+  });
+});

@@ -1,0 +1,64 @@
+/**
+ * Forbidden targets with WEBHOOK_ALLOW_PRIVATE_NETWORKS=false: refused when the webhook is
+ * created, and again at connect time on the resolved address — a webhook whose name
+ * resolves to 127.0.0.1 when sending (here `localhost`, standing for a name re-pointed
+ * after creation) gets no request, one failed log row with response_code 0, no retries.
+ */
+import { randomBytes } from 'node:crypto';
+import { deliveryWorkflowId } from '../../temporal/webhooks.shared';
+import { eventually } from '../helpers/https-receiver';
+import { startWebhookKit, type WebhookKit } from '../helpers/webhooks';
+
+let kit: WebhookKit;
+beforeAll(async () => {
+  kit = await startWebhookKit({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' });
+});
+afterAll(async () => {
+  await kit?.close();
+});
+
+test.each([
+  'https://localhost/hook',
+  'https://127.0.0.1/hook',
+  'https://10.1.2.3/hook',
+  'https://172.16.0.1/hook',
+  'https://192.168.1.1/hook',
+  'https://169.254.169.254/latest/meta-data',
+  'https://100.64.0.1/hook',
+  'https://0.0.0.0/hook',
+  'https://[::1]/hook',
+  'https://[::ffff:127.0.0.1]/hook',
+  'https://[fe80::1]/hook',
+  'https://[fd00:ec2::254]/hook',
+  'https://metadata.google.internal/computeMetadata/v1',
+])('creating a webhook for %s is 400 INVALID_WEBHOOK_URL', async (url) => {
+  const { auth } = await kit.tenant();
+  const res = await kit.t.request.post('/v1/webhooks').set(auth).send({ url, events: ['workflow.completed'] });
+  expect(res.status).toBe(400);
+  expect(res.body.error).toMatchObject({ code: 'INVALID_WEBHOOK_URL', field: 'url' });
+});
+
+test('a name that resolves to 127.0.0.1 at send time is refused at connect time, once, without retries', async () => {
+  const { orgId, auth } = await kit.tenant();
+  const hookId = `wh_${randomBytes(8).toString('hex')}`;
+  // Written directly: the API refuses this URL, as it would have been accepted while the
+  // name still resolved to a public address.
+  await kit.t.query(
+    `insert into webhooks (id, organization_id, name, url, events, secret, active, max_retries, retry_delay_ms)
+     values (?, ?, 'rebound', ?, '{workflow.completed}', 'a-secret-of-enough-length', true, 3, 100)`,
+    [hookId, orgId, kit.receiver.url('/rebound')],
+  );
+  const eventId = await kit.emit(orgId, 'workflow.completed');
+  const handle = kit.t.services.temporal.client.workflow.getHandle(deliveryWorkflowId(eventId, hookId));
+  await eventually(async () => (await handle.describe()).status.name === 'FAILED');
+  const logs = (await kit.t.request.get(`/v1/webhooks/${hookId}/logs`).set(auth)).body.data;
+  expect(logs).toHaveLength(1);
+  expect(logs[0]).toMatchObject({ attempt: 1, status: 'failed', response_code: 0 });
+  expect(logs[0].error_message).toMatch(/forbidden address \(127\.0\.0\.1\)/);
+  expect(kit.receiver.requestsTo('/rebound')).toHaveLength(0);
+
+  const probe = await kit.t.request.post(`/v1/webhooks/${hookId}/test`).set(auth).send({ event_type: 'workflow.completed' });
+  expect(probe.status).toBe(200);
+  expect(probe.body.data).toMatchObject({ status: 'failed', response_code: 0 });
+  expect(kit.receiver.requests).toHaveLength(0);
+});
