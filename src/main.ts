@@ -13,6 +13,7 @@ import { EventDispatcher } from './modules/webhooks/event-dispatcher';
 import { runExecutionReconciler } from './modules/executions/execution.reconciler';
 import { createActivities } from '../temporal/activities';
 import { createWorker, runWorker, type RunningWorker } from '../temporal/worker';
+import { ensureSearchAttributes } from '../scripts/lib/temporal-dev-server';
 
 type Role = 'api' | 'worker' | 'all';
 
@@ -41,6 +42,8 @@ async function main() {
   let dispatcher: EventDispatcher | undefined;
   let stopReconciler: (() => Promise<void>) | undefined;
   if (role !== 'api') {
+    // Idempotent; lets an external server (docker-compose, production) work without manual setup.
+    await ensureSearchAttributes(services.temporal.connection, config.TEMPORAL_NAMESPACE);
     worker = runWorker(
       await createWorker({
         address: config.TEMPORAL_ADDRESS_EFFECTIVE,

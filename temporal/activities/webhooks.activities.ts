@@ -6,7 +6,7 @@
  * becomes nextRetryDelay (never beyond the 30 s cap, never sooner than the policy).
  */
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Services } from '../../src/services';
 import { performDeliveryAttempt } from '../../src/modules/webhooks/webhook.delivery';
@@ -39,13 +39,15 @@ export function createWebhookActivities(deps: { services: Services; sender?: Web
         case 'delivered':
           return { status: 'delivered', attempt: result.attempt, responseCode: result.responseCode };
         case 'final':
-          throw ApplicationFailure.create({ type: WEBHOOK_FINAL_FAILURE, message: result.message, nonRetryable: true });
+          // BENIGN: a receiver's answer is an expected outcome, logged at DEBUG, not a worker error.
+          throw ApplicationFailure.create({ type: WEBHOOK_FINAL_FAILURE, message: result.message, nonRetryable: true, category: ApplicationFailureCategory.BENIGN });
         case 'retry': {
           const nextRetryDelay =
             result.retryAfterMs === undefined ? undefined : delayAfterRetryAfter(input.retryPolicy, temporalAttempt, result.retryAfterMs);
           throw ApplicationFailure.create({
             type: WEBHOOK_RETRYABLE_FAILURE,
             message: result.message,
+            category: ApplicationFailureCategory.BENIGN,
             ...(nextRetryDelay !== undefined ? { nextRetryDelay } : {}),
           });
         }

@@ -1,0 +1,15 @@
+# One image for both roles: `api` and `worker` (see docker-compose.yml).
+FROM node:20-bookworm-slim
+WORKDIR /app
+ENV NODE_ENV=production
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json ./
+COPY src ./src
+COPY temporal ./temporal
+COPY scripts ./scripts
+USER node
+EXPOSE 3000
+# tsx runs the TypeScript sources directly, exactly as `npm start` does locally.
+ENTRYPOINT ["npx", "tsx", "src/main.ts"]
+CMD ["api"]
