@@ -30,7 +30,7 @@ async function mapLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<v
 }
 
 export async function run(args: string[]): Promise<void> {
-  const { events: n } = parseBenchArgs(args, { events: 300 });
+  const n = parseBenchArgs(args, { events: 300 }).events ?? 300;
   const receiver = await startHttpsReceiver(() => ({ status: 200, body: 'ok' }));
   const db = await benchDatabase();
   const temporal = await benchTemporal();

@@ -72,7 +72,8 @@ describe('crash safety of executions', () => {
       () => 'connection lost',
     );
     expect(posted).toBe('connection lost');
-    expect((await api.exited).signal).toBe('SIGKILL');
+    await api.exited;
+    expect(api.lines.join('\n')).toContain('failpoint execution.before_temporal_start: SIGKILL');
 
     // Committed, not started.
     const rows = await t.query<{ id: string; temporal_started_at: Date | null; message_id: string }>(
@@ -159,7 +160,9 @@ describe('crash safety of executions', () => {
       const formId = formRes.body.data.executions[0].id as string;
 
       // Between steps: "a" recorded and "b" in flight for every execution; the form waits.
-      await waitFor(async () => (held.length === 3 ? true : undefined), 'three held sends', 60_000);
+      await waitFor(async () => (new Set(held).size === 3 ? true : undefined), 'three held sends', 60_000).catch((err: Error) => {
+        throw new Error(`${err.message}; held=${JSON.stringify(held)} keys=${JSON.stringify(keys)}\n${first.lines.slice(-30).join('\n')}`);
+      });
       for (const id of stepIds) {
         const d = await waitForExecution(t, key, steps, id, (x) => x.steps.length === 1);
         expect(d.status).toBe('running');

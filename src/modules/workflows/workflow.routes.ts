@@ -75,7 +75,7 @@ export function workflowRoutes(services: Services): AnyRoute[] {
       response: z.object({ data: WorkflowDetailOut }),
       errors: [NOT_FOUND],
       async handler({ params, credential }) {
-        const wf = await svc().get(credential.organizationId, params.workflow_id);
+        const wf = await svc().read(credential.organizationId, params.workflow_id);
         return { data: { ...toWorkflowOut(wf), configuration: wf.configuration, revision: wf.revision } };
       },
     }),
