@@ -66,6 +66,8 @@ export async function load(
   const result = await autocannon({
     url,
     connections: opts.connections,
+    // The load generator runs in its own thread so it does not share the servers' event loop.
+    workers: 1,
     duration: opts.durationSeconds,
     headers: opts.headers ?? {},
   });

@@ -1,12 +1,12 @@
 /**
  * Builds the Koa application from a `Services` bag without listening, so tests and the
  * server share the same wiring. Order: request id + access log → error envelope → JSON
- * body → ORM request context → routes → 404/405 fallbacks.
+ * body → routes → 404/405 fallbacks. There is no ORM request context (AsyncLocalStorage
+ * costs every promise of every request): each service gets its own `em.fork()`.
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import Router from '@koa/router';
-import { RequestContext } from '@mikro-orm/core';
 import Koa, { type Context, type Next } from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
 import { AppError } from './http/errors';
@@ -81,7 +81,6 @@ export function createApp(services: Services, options: AppOptions = {}) {
       parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
     }),
   );
-  app.use((_ctx: Context, next: Next) => RequestContext.create(services.orm.em, next));
   app.use(notFoundFallback);
   const extras = [...EXTRA_ROUTER_FACTORIES.map((f) => f(services)), ...(options.extraRouters ?? [])];
   for (const extra of extras) app.use(extra.routes()).use(extra.allowedMethods());

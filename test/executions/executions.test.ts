@@ -120,6 +120,26 @@ describe('executions', () => {
     expect(none.body.pagination.total).toBe(0);
   });
 
+  it('a workflow matched by both a message trigger and its own keywords runs once, attributed to the trigger', async () => {
+    const workflowId = await createActiveWorkflow(t, key, {
+      name: 'Attributed',
+      channel: 'whatsapp',
+      configuration: { trigger: { type: 'keyword', keywords: ['refund'] }, nodes: [{ id: 'm', type: 'message', content: 'On it.' }] },
+    });
+    const trigger = await t.request
+      .post('/v1/triggers')
+      .set(bearer(key))
+      .send({ name: 'Refunds', type: 'message', workflow_id: workflowId, channel: 'whatsapp', configuration: { keywords: ['refund'] } });
+    expect(trigger.status).toBe(201);
+    const res = await send({ channel: 'whatsapp', customer_id: '+15550002', message: 'I want a refund' });
+    expect(res.body.data.executions).toEqual([
+      { id: expect.stringMatching(/^exec_/), workflow_id: workflowId, trigger_id: trigger.body.data.id, action: 'started' },
+    ]);
+    const done = await waitForExecution(t, reader, workflowId, res.body.data.executions[0].id, 'success');
+    expect(done.trigger_id).toBe(trigger.body.data.id);
+    expect(await t.query('select 1 from executions where workflow_id = ?', [workflowId])).toHaveLength(1);
+  });
+
   it('a message that matches nothing is recorded and starts nothing; unknown channel and bad bodies are 400', async () => {
     const res = await send({ channel: 'instagram', customer_id: 'ig-user', message: 'no keyword here' });
     expect(res.status).toBe(201);

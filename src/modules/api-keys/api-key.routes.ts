@@ -1,5 +1,4 @@
 /** `/v1/api-keys` (admin only) and `/v1/me`. */
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { SCOPES } from '../../http/auth';
 import { MessageOut } from '../../http/openapi';
 import { paginate, PaginationOut, paginationQuery } from '../../http/pagination';
@@ -53,7 +52,7 @@ const toApiKeyOut = (k: ApiKey): z.output<typeof ApiKeyOut> => ({
 });
 
 export function apiKeyRoutes(services: Services): AnyRoute[] {
-  const svc = () => new ApiKeyService(services.orm.em as EntityManager);
+  const svc = () => new ApiKeyService(services.orm.em.fork());
   const tag = 'API keys';
   const NOT_FOUND: [number, string] = [404, 'API_KEY_NOT_FOUND'];
   return [

@@ -3,7 +3,6 @@
  * deactivate, pause, resume, executions list and detail, metrics) plus the endpoint an
  * `api` trigger is fired at (`POST /v1/triggers/{trigger_id}/fire`, the trigger's `endpoint`).
  */
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { MessageOut } from '../../http/openapi';
 import { paginate, PaginationOut } from '../../http/pagination';
 import { rateLimitExceeded, rateLimitHeaders } from '../../http/rate-limit';
@@ -100,7 +99,7 @@ const CONFIG_ERRORS: Array<[number, string]> = [
 ];
 
 export function triggerRoutes(services: Services): AnyRoute[] {
-  const svc = () => new TriggerService(services.orm.em as EntityManager, services);
+  const svc = () => new TriggerService(services.orm.em.fork(), services);
   const tag = 'Triggers';
 
   const transition = (op: Transition, field: 'activated_at' | 'deactivated_at' | 'paused_at' | 'resumed_at', summary: string) =>

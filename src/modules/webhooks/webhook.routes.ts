@@ -1,5 +1,4 @@
 /** The webhooks endpoints of the contract: create, list, get, update, delete, test, logs, redeliver. */
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { MessageOut } from '../../http/openapi';
 import { paginate, PaginationOut } from '../../http/pagination';
 import { type AnyRoute, defineRoute } from '../../http/route';
@@ -61,7 +60,7 @@ const NOT_FOUND: [number, string] = [404, 'WEBHOOK_NOT_FOUND'];
 export function webhookRoutes(services: Services): AnyRoute[] {
   let sender: WebhookSender | undefined;
   const getSender = () => (sender ??= WebhookSender.fromConfig(services.config));
-  const svc = () => new WebhookService(services.orm.em as EntityManager, services, getSender);
+  const svc = () => new WebhookService(services.orm.em.fork(), services, getSender);
   const tag = 'Webhooks';
   return [
     defineRoute({

@@ -1,5 +1,4 @@
 /** The workflows endpoints of the contract: list, get, create, update, delete, activate, deactivate. */
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { paginate, PaginationOut } from '../../http/pagination';
 import { MessageOut } from '../../http/openapi';
 import { type AnyRoute, defineRoute } from '../../http/route';
@@ -44,7 +43,7 @@ const CONFIG_ERRORS: Array<[number, string]> = [
 ];
 
 export function workflowRoutes(services: Services): AnyRoute[] {
-  const svc = () => new WorkflowService(services.orm.em as EntityManager);
+  const svc = () => new WorkflowService(services.orm.em.fork());
   const tag = 'Workflows';
   return [
     defineRoute({
