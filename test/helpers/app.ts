@@ -11,6 +11,7 @@ import { type Config, loadConfig } from '../../src/config';
 import { createOrm, dropDatabase, ensureDatabase, migrate } from '../../src/db/orm';
 import type { Permission } from '../../src/modules/api-keys/api-key.entity';
 import { ApiKeyService } from '../../src/modules/api-keys/api-key.service';
+import type { Logger } from '../../src/logger';
 import { closeServices, createServices, type Services } from '../../src/services';
 
 export const uniqueSuffix = () => `${process.env.TEST_RUN_ID ?? 'local'}_${randomBytes(4).toString('hex')}`;
@@ -29,7 +30,7 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+export async function createTestApp(env: Record<string, string> = {}, opts: { logger?: Logger } = {}): Promise<TestApp> {
   const suffix = uniqueSuffix();
   // A second app on the same database (another "process") passes DATABASE_URL; only the owner drops it.
   const ownsDatabase = env.DATABASE_URL === undefined;
@@ -48,7 +49,7 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
   });
   const orm = await createOrm(databaseUrl, 5);
   await migrate(orm);
-  const services = await createServices(config, { orm });
+  const services = await createServices(config, { orm, ...(opts.logger ? { logger: opts.logger } : {}) });
   const { app } = createApp(services);
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', resolve));

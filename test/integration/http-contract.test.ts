@@ -1,3 +1,5 @@
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import type { AnyRoute } from '../../src/http/route';
 import { ROUTE_FACTORIES } from '../../src/app';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
@@ -140,5 +142,32 @@ describe('HTTP contract', () => {
       expect(res.status).toBe(400);
       expect(res.body.error.field).toBe('Idempotency-Key');
     });
+  });
+});
+
+describe('logs', () => {
+  it('writes one JSON line per request with the request id and never the credential', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(...chunk.toString().split('\n').filter(Boolean));
+        done();
+      },
+    });
+    const t = await createTestApp({}, { logger: pino({ level: 'info' }, sink) });
+    try {
+      const { key } = await t.createKey('admin');
+      const created = await t.request.post('/v1/api-keys').set(bearer(key)).send({ name: 'logged', permission: 'read' });
+      const secondKey: string = created.body.data.key;
+      const res = await t.request.get('/v1/workflows?search=x').set(bearer(secondKey));
+      await t.request.get('/v1/workflows').set(bearer('wfa_wrongkey'));
+      const entries = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+      const access = entries.find((e) => e.request_id === res.headers['x-request-id']);
+      expect(access).toMatchObject({ msg: 'request', method: 'GET', path: '/v1/workflows', status: 200, route: '/v1/workflows' });
+      const all = lines.join('\n');
+      for (const secret of [key, secondKey, 'wfa_wrongkey']) expect(all).not.toContain(secret);
+    } finally {
+      await t.close();
+    }
   });
 });
