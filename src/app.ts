@@ -33,12 +33,7 @@ const EXTRA_ROUTER_FACTORIES: Array<(s: Services) => Router> = [triggerReceiverR
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-export interface AppOptions {
-  /** Extra routes outside /v1 that need the raw request (inbound webhooks, OAuth). */
-  extraRouters?: Router[];
-}
-
-export function createApp(services: Services, options: AppOptions = {}) {
+export function createApp(services: Services) {
   const app = new Koa({ proxy: true });
   const registry = new OpenAPIRegistry();
   const router = new Router();
@@ -82,8 +77,7 @@ export function createApp(services: Services, options: AppOptions = {}) {
     }),
   );
   app.use(notFoundFallback);
-  const extras = [...EXTRA_ROUTER_FACTORIES.map((f) => f(services)), ...(options.extraRouters ?? [])];
-  for (const extra of extras) app.use(extra.routes()).use(extra.allowedMethods());
+  for (const extra of EXTRA_ROUTER_FACTORIES.map((f) => f(services))) app.use(extra.routes()).use(extra.allowedMethods());
   app.use(router.routes());
   app.use(router.allowedMethods());
   return { app, document };
@@ -92,7 +86,7 @@ export function createApp(services: Services, options: AppOptions = {}) {
 /** Bodies are JSON only: anything else with content is 415 before it is read. */
 async function requireJsonBody(ctx: Context, next: Next) {
   const hasBody = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
-  if (hasBody && !ctx.is('application/json', 'application/*+json') && !ctx.state.rawBodyAllowed) {
+  if (hasBody && !ctx.is('application/json', 'application/*+json')) {
     throw new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Request body must be application/json');
   }
   if (Number(ctx.get('content-length') || 0) > MAX_BODY_BYTES) {

@@ -91,9 +91,9 @@ async function handle(ctx: Context, route: AnyRoute, services: Services): Promis
 
   const params = route.params ? parseInput(route.params, ctx.params, route.classify) : {};
   const query = route.query ? parseInput(route.query, { ...ctx.query }, route.classify) : {};
-  const rawBody: unknown = ctx.request.body;
-  const body = route.body ? parseInput(route.body, rawBody ?? {}, route.classify) : undefined;
-  if (!route.body && hasContent(rawBody)) throw new AppError(400, 'INVALID_REQUEST', 'This endpoint takes no request body');
+  const received: unknown = ctx.request.body;
+  const body = route.body ? parseInput(route.body, received ?? {}, route.classify) : undefined;
+  if (!route.body && hasContent(received)) throw new AppError(400, 'INVALID_REQUEST', 'This endpoint takes no request body');
 
   const idempotencyKey = route.method === 'post' ? ctx.get('idempotency-key') : '';
   if (!idempotencyKey) {
@@ -104,7 +104,7 @@ async function handle(ctx: Context, route: AnyRoute, services: Services): Promis
 
   const store = services.idempotency;
   store.validateKey(idempotencyKey);
-  const claim = await store.claim(credential.organizationId, idempotencyKey, requestHash('POST', ctx.path, rawBody));
+  const claim = await store.claim(credential.organizationId, idempotencyKey, requestHash('POST', ctx.path, received));
   if (claim.kind === 'replay') {
     ctx.set('Idempotent-Replayed', 'true');
     respond(ctx, claim.response.status, claim.response.body);
