@@ -2,6 +2,7 @@
 import { paginationQuery } from '../../http/pagination';
 import { isoDateTime } from '../../http/validation';
 import { z } from '../../http/zod';
+import { DailyMetricOut, GRANULARITIES, MetricsCountersOut, metricsQueryFields, PeriodOut } from '../metrics/execution-metrics';
 import { Channel } from '../workflows/workflow.schemas';
 import { ERROR_TYPES, EXECUTION_STATUSES } from './execution.entity';
 
@@ -84,38 +85,19 @@ export const ExecutionListQuery = z
     }
   });
 
-export const GRANULARITIES = ['hour', 'day', 'week', 'month'] as const;
-export const MetricsQuery = z
-  .strictObject({
-    start_date: isoDateTime.optional().openapi({ description: 'Default: 30 days before end_date' }),
-    end_date: isoDateTime.optional().openapi({ description: 'Default: now' }),
-    granularity: z.enum(GRANULARITIES).default('day'),
-  })
-  .superRefine((q, ctx) => {
-    if (q.start_date && q.end_date && Date.parse(q.end_date) <= Date.parse(q.start_date)) {
-      ctx.addIssue({ code: 'custom', path: ['end_date'], message: 'end_date must be after start_date' });
-    }
-  });
+export const MetricsQuery = z.strictObject(metricsQueryFields).superRefine((q, ctx) => {
+  if (q.start_date && q.end_date && Date.parse(q.end_date) <= Date.parse(q.start_date)) {
+    ctx.addIssue({ code: 'custom', path: ['end_date'], message: 'end_date must be after start_date' });
+  }
+});
 
 export const MetricsOut = z
   .object({
     workflow_id: z.string(),
-    period: z.object({ start_date: z.string(), end_date: z.string() }),
+    period: PeriodOut,
     granularity: z.enum(GRANULARITIES),
-    metrics: z.object({
-      total_executions: z.number().int(),
-      successful_executions: z.number().int(),
-      failed_executions: z.number().int(),
-      success_rate: z.number(),
-      average_duration_ms: z.number().int(),
-      total_messages_sent: z.number().int(),
-      total_messages_received: z.number().int(),
-      unique_customers: z.number().int(),
-      channel_breakdown: z.record(z.string(), z.number().int()),
-    }),
-    daily_metrics: z.array(
-      z.object({ date: z.string(), executions: z.number().int(), success_rate: z.number(), average_duration_ms: z.number().int() }),
-    ),
+    metrics: MetricsCountersOut.extend({ total_messages_sent: z.number().int(), total_messages_received: z.number().int() }),
+    daily_metrics: z.array(DailyMetricOut),
   })
   .openapi('WorkflowMetrics');
 

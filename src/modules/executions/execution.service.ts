@@ -5,6 +5,7 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { type Granularity, resolvePeriod, summarizeExecutions } from '../metrics/execution-metrics';
 import { AppError, conflict, notFound } from '../../http/errors';
 import { type Page, offsetOf } from '../../http/pagination';
 import type { Services } from '../../services';
@@ -142,28 +143,19 @@ export class ExecutionService {
     return await this.get(organizationId, workflowId, executionId);
   }
 
-  async metrics(organizationId: string, workflowId: string, q: { start_date?: string; end_date?: string; granularity: 'hour' | 'day' | 'week' | 'month' }) {
+  async metrics(organizationId: string, workflowId: string, q: { start_date?: string; end_date?: string; granularity: Granularity }) {
     const em = this.em();
     await this.requireWorkflow(em, organizationId, workflowId);
-    const end = q.end_date ? new Date(q.end_date) : new Date();
-    const start = q.start_date ? new Date(q.start_date) : new Date(end.getTime() - 30 * 24 * 3600 * 1000);
-    if (end <= start) throw new AppError(400, 'INVALID_DATE_RANGE', 'end_date must be after start_date', { field: 'end_date' });
+    const { start, end } = resolvePeriod(q.start_date, q.end_date);
     const range = [organizationId, workflowId, start, end];
-    const [totals] = await em.execute<
-      Array<{ total: number; success: number; failed: number; avg_ms: number | null; customers: number }>
-    >(
-      `select count(*)::int as total,
-              count(*) filter (where status = 'success')::int as success,
-              count(*) filter (where status = 'failed')::int as failed,
-              round(avg(duration_ms) filter (where status in ('success', 'failed')))::int as avg_ms,
-              count(distinct customer_id)::int as customers
-         from executions where organization_id = ? and workflow_id = ? and started_at >= ? and started_at < ?`,
-      range,
-    );
-    const channels = await em.execute<Array<{ channel: string; n: number }>>(
-      `select channel, count(*)::int as n from executions
-        where organization_id = ? and workflow_id = ? and started_at >= ? and started_at < ? group by channel`,
-      range,
+    const summary = await summarizeExecutions(
+      em,
+      {
+        sql: `select status, duration_ms, customer_id, channel, started_at as at from executions
+               where organization_id = ? and workflow_id = ? and started_at >= ? and started_at < ?`,
+        params: range,
+      },
+      q.granularity,
     );
     const [messages] = await em.execute<Array<{ sent: number; received: number }>>(
       `select count(*) filter (where m.direction = 'outbound')::int as sent,
@@ -172,40 +164,12 @@ export class ExecutionService {
         where e.organization_id = ? and e.workflow_id = ? and m.created_at >= ? and m.created_at < ?`,
       range,
     );
-    const buckets = await em.execute<Array<{ bucket: string; n: number; success: number; failed: number; avg_ms: number | null }>>(
-      `select to_char(date_trunc('${q.granularity}', started_at at time zone 'UTC'), 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as bucket,
-              count(*)::int as n,
-              count(*) filter (where status = 'success')::int as success,
-              count(*) filter (where status = 'failed')::int as failed,
-              round(avg(duration_ms) filter (where status in ('success', 'failed')))::int as avg_ms
-         from executions where organization_id = ? and workflow_id = ? and started_at >= ? and started_at < ?
-        group by 1 order by 1`,
-      range,
-    );
-    const rate = (s: number, f: number) => (s + f === 0 ? 0 : Math.round((s / (s + f)) * 10_000) / 10_000);
-    const t = totals ?? { total: 0, success: 0, failed: 0, avg_ms: null, customers: 0 };
     return {
       workflow_id: workflowId,
       period: { start_date: start.toISOString(), end_date: end.toISOString() },
       granularity: q.granularity,
-      metrics: {
-        total_executions: t.total,
-        successful_executions: t.success,
-        failed_executions: t.failed,
-        success_rate: rate(t.success, t.failed),
-        average_duration_ms: t.avg_ms ?? 0,
-        total_messages_sent: messages?.sent ?? 0,
-        total_messages_received: messages?.received ?? 0,
-        unique_customers: t.customers,
-        channel_breakdown: Object.fromEntries(channels.map((c) => [c.channel, c.n])),
-      },
-      // Buckets start at UTC midnight (hour: the hour; week: Monday); dates are YYYY-MM-DD except for hours.
-      daily_metrics: buckets.map((b) => ({
-        date: q.granularity === 'hour' ? b.bucket : b.bucket.slice(0, 10),
-        executions: b.n,
-        success_rate: rate(b.success, b.failed),
-        average_duration_ms: b.avg_ms ?? 0,
-      })),
+      metrics: { ...summary.metrics, total_messages_sent: messages?.sent ?? 0, total_messages_received: messages?.received ?? 0 },
+      daily_metrics: summary.daily_metrics,
     };
   }
 }

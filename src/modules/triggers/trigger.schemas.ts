@@ -10,6 +10,7 @@ import { paginationQuery } from '../../http/pagination';
 import type { IssueClassifier } from '../../http/validation';
 import { isoDateTime } from '../../http/validation';
 import { z } from '../../http/zod';
+import { DailyMetricOut, MetricsCountersOut, metricsQueryFields, PeriodOut } from '../metrics/execution-metrics';
 import { Channel } from '../workflows/workflow.schemas';
 import { TRIGGER_STATUSES, TRIGGER_TYPES } from './trigger.entity';
 
@@ -219,31 +220,14 @@ export const TriggerExecutionListQuery = z.strictObject({
   end_date: isoDateTime.optional(),
 });
 
-export const GRANULARITIES = ['hour', 'day', 'week', 'month'] as const;
-export type Granularity = (typeof GRANULARITIES)[number];
-
-export const TriggerMetricsQuery = z.strictObject({
-  start_date: isoDateTime.optional().openapi({ description: 'Default: 30 days before end_date' }),
-  end_date: isoDateTime.optional().openapi({ description: 'Default: now' }),
-  granularity: z.enum(GRANULARITIES).default('day'),
-});
+export const TriggerMetricsQuery = z.strictObject(metricsQueryFields);
 
 export const TriggerMetricsOut = z
   .object({
     trigger_id: z.string(),
-    period: z.object({ start_date: z.string(), end_date: z.string() }),
-    metrics: z.object({
-      total_executions: z.number().int(),
-      successful_executions: z.number().int(),
-      failed_executions: z.number().int(),
-      success_rate: z.number(),
-      average_duration_ms: z.number().int(),
-      unique_customers: z.number().int(),
-      channel_breakdown: z.record(z.string(), z.number().int()),
-    }),
-    daily_metrics: z.array(
-      z.object({ date: z.string(), executions: z.number().int(), success_rate: z.number(), average_duration_ms: z.number().int() }),
-    ),
+    period: PeriodOut,
+    metrics: MetricsCountersOut,
+    daily_metrics: z.array(DailyMetricOut),
   })
   .openapi('TriggerMetrics');
 

@@ -14,10 +14,11 @@ import { parseInput } from '../../http/validation';
 import { z } from '../../http/zod';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
+import { assertDateRange, type Granularity, resolvePeriod, summarizeExecutions } from '../metrics/execution-metrics';
 import { Workflow } from '../workflows/workflow.entity';
 import { Trigger, type TriggerStatus, type TriggerType } from './trigger.entity';
 import { deleteTriggerSchedule, syncTriggerSchedule } from './trigger-schedules';
-import { CONFIG_SCHEMAS, classifyTriggerIssue, type Granularity, type TriggerIn, type WebhookTriggerConfig } from './trigger.schemas';
+import { CONFIG_SCHEMAS, classifyTriggerIssue, type TriggerIn, type WebhookTriggerConfig } from './trigger.schemas';
 
 export interface TriggerListFilter {
   type?: TriggerType;
@@ -97,12 +98,6 @@ function rangeBounds(range: DateRange): { from?: Date; to?: Date; toInclusive: b
   const to = new Date(range.end);
   if (dateOnly) to.setUTCDate(to.getUTCDate() + 1);
   return { ...(from ? { from } : {}), to, toInclusive: !dateOnly };
-}
-
-export function checkDateRange(range: DateRange): void {
-  if (range.start && range.end && Date.parse(range.end) <= Date.parse(range.start)) {
-    throw new AppError(400, 'INVALID_DATE_RANGE', 'end_date must be after start_date', { field: 'end_date' });
-  }
 }
 
 export class TriggerService {
@@ -226,7 +221,7 @@ export class TriggerService {
   }
 
   async listExecutions(organizationId: string, triggerId: string, filter: { status?: string } & DateRange, page: Page) {
-    checkDateRange(filter);
+    assertDateRange(filter.start, filter.end);
     await this.get(organizationId, triggerId);
     const { clause, params } = executionFilter(organizationId, triggerId, filter);
     const statusClause = filter.status ? ' and status = ?' : '';
@@ -255,58 +250,18 @@ export class TriggerService {
   }
 
   async metrics(organizationId: string, triggerId: string, q: { start_date?: string; end_date?: string; granularity: Granularity }) {
-    checkDateRange({ start: q.start_date, end: q.end_date });
+    const { start, end } = resolvePeriod(q.start_date, q.end_date);
     await this.get(organizationId, triggerId);
-    const endDate = q.end_date ?? new Date().toISOString();
-    const startDate = q.start_date ?? new Date(Math.min(Date.parse(endDate), Date.now()) - 30 * 86_400_000).toISOString();
-    if (Date.parse(endDate) <= Date.parse(startDate)) {
-      throw new AppError(400, 'INVALID_DATE_RANGE', 'end_date must be after start_date', { field: 'end_date' });
-    }
-    const { clause, params } = executionFilter(organizationId, triggerId, { start: startDate, end: endDate });
-    const base = `(${DERIVED} where ${clause})`;
-    const [totals] = (await this.em.execute(
-      `select count(*)::int as total,
-              count(*) filter (where status = 'success')::int as success,
-              count(*) filter (where status = 'failed')::int as failed,
-              coalesce(round(avg(duration_ms) filter (where status <> 'running')), 0)::int as avg_ms,
-              count(distinct any_customer_id)::int as customers
-         from ${base} x`,
-      params,
-    )) as Array<{ total: number; success: number; failed: number; avg_ms: number; customers: number }>;
-    const channels = (await this.em.execute(`select channel, count(*)::int as n from ${base} x group by channel order by channel`, params)) as Array<{
-      channel: string;
-      n: number;
-    }>;
-    const buckets = (await this.em.execute(
-      `select to_char(date_trunc('${q.granularity}', triggered_at at time zone 'UTC'), 'YYYY-MM-DD"T"HH24:MI:SS') as bucket,
-              count(*)::int as executions,
-              count(*) filter (where status = 'success')::int as success,
-              count(*) filter (where status = 'failed')::int as failed,
-              coalesce(round(avg(duration_ms) filter (where status <> 'running')), 0)::int as avg_ms
-         from ${base} x group by 1 order by 1`,
-      params,
-    )) as Array<{ bucket: string; executions: number; success: number; failed: number; avg_ms: number }>;
-    const rate = (s: number, f: number) => (s + f === 0 ? 0 : Math.round((s / (s + f)) * 10_000) / 10_000);
-    const t = totals ?? { total: 0, success: 0, failed: 0, avg_ms: 0, customers: 0 };
-    return {
-      trigger_id: triggerId,
-      period: { start_date: new Date(startDate).toISOString(), end_date: new Date(endDate).toISOString() },
-      metrics: {
-        total_executions: t.total,
-        successful_executions: t.success,
-        failed_executions: t.failed,
-        success_rate: rate(t.success, t.failed),
-        average_duration_ms: t.avg_ms,
-        unique_customers: t.customers,
-        channel_breakdown: Object.fromEntries(channels.map((c) => [c.channel, c.n])),
+    const summary = await summarizeExecutions(
+      this.em,
+      {
+        sql: `select status, duration_ms, any_customer_id as customer_id, channel, triggered_at as at from (${DERIVED}
+               where te.organization_id = ? and te.trigger_id = ? and te.triggered_at >= ? and te.triggered_at < ?) d`,
+        params: [organizationId, triggerId, start, end],
       },
-      daily_metrics: buckets.map((b) => ({
-        date: bucketLabel(b.bucket, q.granularity),
-        executions: b.executions,
-        success_rate: rate(b.success, b.failed),
-        average_duration_ms: b.avg_ms,
-      })),
-    };
+      q.granularity,
+    );
+    return { trigger_id: triggerId, period: { start_date: start.toISOString(), end_date: end.toISOString() }, ...summary };
   }
 
   /** Sets `url` / `endpoint` / a generated secret; a client may send the assigned value back, never another. */
@@ -358,10 +313,6 @@ function executionFilter(organizationId: string, triggerId: string, range: DateR
 }
 
 /** Buckets are UTC: `YYYY-MM-DD` for day, week (its Monday) and month (its 1st); an hour is a full timestamp. */
-function bucketLabel(bucket: string, granularity: Granularity): string {
-  return granularity === 'hour' ? `${bucket.slice(0, 13)}:00:00Z` : bucket.slice(0, 10);
-}
-
 async function flushUnique(em: EntityManager, name: string) {
   try {
     await em.flush();

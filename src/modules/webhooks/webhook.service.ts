@@ -7,6 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { type EntityManager, UniqueConstraintViolationException } from '@mikro-orm/postgresql';
+import { assertDateRange } from '../metrics/execution-metrics';
 import { AppError, conflict, notFound } from '../../http/errors';
 import { offsetOf, type Page } from '../../http/pagination';
 import { newId, randomBase62 } from '../../ids';
@@ -128,11 +129,9 @@ export class WebhookService {
     const where: Record<string, unknown> = { webhookId: id, organizationId };
     if (filter.status) where.status = filter.status;
     if (filter.event_id) where.eventId = filter.event_id;
+    assertDateRange(filter.start_date, filter.end_date);
     const start = filter.start_date ? new Date(filter.start_date) : undefined;
     const end = filter.end_date ? new Date(filter.end_date) : undefined;
-    if (start && end && end.getTime() <= start.getTime()) {
-      throw new AppError(400, 'INVALID_DATE_RANGE', 'end_date must be after start_date', { field: 'end_date' });
-    }
     if (start || end) where.deliveredAt = { ...(start ? { $gte: start } : {}), ...(end ? { $lte: end } : {}) };
     const [items, total] = await this.em.findAndCount(WebhookLog, where, {
       orderBy: { deliveredAt: 'desc', id: 'desc' },

@@ -1,0 +1,109 @@
+/**
+ * Owns the metrics that workflows and triggers share: the reporting period (defaults and
+ * INVALID_DATE_RANGE), the granularities, and the counters and time buckets computed
+ * over a set of executions. Each caller describes its set as one SQL relation with the
+ * columns `status`, `duration_ms`, `customer_id`, `channel` and `at` (the bucketing time).
+ */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { AppError } from '../../http/errors';
+import { isoDateTime } from '../../http/validation';
+import { z } from '../../http/zod';
+
+export const GRANULARITIES = ['hour', 'day', 'week', 'month'] as const;
+export type Granularity = (typeof GRANULARITIES)[number];
+
+const DEFAULT_PERIOD_MS = 30 * 24 * 3600 * 1000;
+
+/** Query fields of every metrics endpoint. */
+export const metricsQueryFields = {
+  start_date: isoDateTime.optional().openapi({ description: 'Default: 30 days before end_date' }),
+  end_date: isoDateTime.optional().openapi({ description: 'Default: now' }),
+  granularity: z.enum(GRANULARITIES).default('day'),
+};
+
+export const invalidDateRange = () => new AppError(400, 'INVALID_DATE_RANGE', 'end_date must be after start_date', { field: 'end_date' });
+
+/** Rejects an end not after the start when both are given. */
+export function assertDateRange(start?: string, end?: string): void {
+  if (start && end && Date.parse(end) <= Date.parse(start)) throw invalidDateRange();
+}
+
+/** The period a metrics request covers: up to now, 30 days long, unless the client says otherwise. */
+export function resolvePeriod(start?: string, end?: string): { start: Date; end: Date } {
+  const to = end ? new Date(end) : new Date();
+  const from = start ? new Date(start) : new Date(to.getTime() - DEFAULT_PERIOD_MS);
+  if (to <= from) throw invalidDateRange();
+  return { start: from, end: to };
+}
+
+export interface ExecutionRelation {
+  sql: string;
+  params: unknown[];
+}
+
+export const successRatio = (success: number, failed: number) =>
+  success + failed === 0 ? 0 : Math.round((success / (success + failed)) * 10_000) / 10_000;
+
+/** Buckets start at UTC boundaries (week: Monday); hours read `YYYY-MM-DDTHH:00:00Z`, the rest `YYYY-MM-DD`. */
+const bucketLabel = (bucket: string, granularity: Granularity) =>
+  granularity === 'hour' ? `${bucket.slice(0, 13)}:00:00Z` : bucket.slice(0, 10);
+
+export async function summarizeExecutions(em: EntityManager, rel: ExecutionRelation, granularity: Granularity) {
+  const from = `(${rel.sql}) x`;
+  const counters = `count(*)::int as total,
+         count(*) filter (where status = 'success')::int as success,
+         count(*) filter (where status = 'failed')::int as failed,
+         coalesce(round(avg(duration_ms) filter (where status in ('success', 'failed'))), 0)::int as avg_ms`;
+  type Counters = { total: number; success: number; failed: number; avg_ms: number };
+  const [totals] = await em.execute<Array<Counters & { customers: number }>>(
+    `select ${counters}, count(distinct customer_id)::int as customers from ${from}`,
+    rel.params,
+  );
+  const channels = await em.execute<Array<{ channel: string; n: number }>>(
+    `select channel, count(*)::int as n from ${from} group by channel order by channel`,
+    rel.params,
+  );
+  // `granularity` is one of GRANULARITIES (validated), never client text.
+  const buckets = await em.execute<Array<Counters & { bucket: string }>>(
+    `select to_char(date_trunc('${granularity}', at at time zone 'UTC'), 'YYYY-MM-DD"T"HH24:MI:SS') as bucket, ${counters}
+       from ${from} group by 1 order by 1`,
+    rel.params,
+  );
+  const t = totals ?? { total: 0, success: 0, failed: 0, avg_ms: 0, customers: 0 };
+  return {
+    metrics: {
+      total_executions: t.total,
+      successful_executions: t.success,
+      failed_executions: t.failed,
+      success_rate: successRatio(t.success, t.failed),
+      average_duration_ms: t.avg_ms,
+      unique_customers: t.customers,
+      channel_breakdown: Object.fromEntries(channels.map((c) => [c.channel, c.n])),
+    },
+    daily_metrics: buckets.map((b) => ({
+      date: bucketLabel(b.bucket, granularity),
+      executions: b.total,
+      success_rate: successRatio(b.success, b.failed),
+      average_duration_ms: b.avg_ms,
+    })),
+  };
+}
+
+export const MetricsCountersOut = z.object({
+  total_executions: z.number().int(),
+  successful_executions: z.number().int(),
+  failed_executions: z.number().int(),
+  success_rate: z.number(),
+  average_duration_ms: z.number().int(),
+  unique_customers: z.number().int(),
+  channel_breakdown: z.record(z.string(), z.number().int()),
+});
+
+export const DailyMetricOut = z.object({
+  date: z.string(),
+  executions: z.number().int(),
+  success_rate: z.number(),
+  average_duration_ms: z.number().int(),
+});
+
+export const PeriodOut = z.object({ start_date: z.string(), end_date: z.string() });
