@@ -7,6 +7,7 @@
 import { type EntityManager, LockMode, UniqueConstraintViolationException } from '@mikro-orm/postgresql';
 import { AppError, conflict, notFound } from '../../http/errors';
 import { type Page, offsetOf } from '../../http/pagination';
+import { hotQuery } from '../../db/hot-query';
 import { newId } from '../../ids';
 import { Workflow, WorkflowRevision, type WorkflowStatus } from './workflow.entity';
 import { parseInput } from '../../http/validation';
@@ -19,8 +20,9 @@ export interface WorkflowListFilter {
   search?: string;
 }
 
-/** The ORM's driver hands timestamps over as strings. */
-const toDate = (v: string | null) => (v === null ? null : new Date(v));
+/** Timestamps arrive as strings or Dates, depending on the pg type parsers the ORM installed. */
+type Timestamp = string | Date;
+const toDate = (v: Timestamp | null) => (v === null ? null : new Date(v));
 
 interface WorkflowRow {
   id: string;
@@ -34,11 +36,11 @@ interface WorkflowRow {
   execution_count: number;
   success_count: number;
   failure_count: number;
-  created_at: string;
-  updated_at: string;
-  activated_at: string | null;
-  deactivated_at: string | null;
-  deleted_at: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  activated_at: Timestamp | null;
+  deactivated_at: Timestamp | null;
+  deleted_at: Timestamp | null;
 }
 
 const workflowNotFound = () => notFound('WORKFLOW_NOT_FOUND', 'Workflow');
@@ -79,12 +81,14 @@ export class WorkflowService {
    * The hottest read, for answering only: one hand-written statement and a plain object.
    * `findOne` builds its query from criteria and snapshots the entity for change tracking
    * on every call, which measured several times the cost of the query itself
-   * (bench/api.bench.ts).
+   * (bench/api.bench.ts); see also db/hot-query.ts.
    */
   async read(organizationId: string, id: string): Promise<Workflow> {
-    const [row] = await this.em
-      .getConnection()
-      .execute<WorkflowRow[]>('select * from workflows where id = ? and organization_id = ? and deleted_at is null', [id, organizationId]);
+    const [row] = await hotQuery<WorkflowRow>(
+      this.em,
+      'select * from workflows where id = $1 and organization_id = $2 and deleted_at is null',
+      [id, organizationId],
+    );
     if (!row) throw workflowNotFound();
     return Object.assign(new Workflow(), {
       id: row.id,
