@@ -7,7 +7,8 @@ import { createHmac } from 'node:crypto';
 import { buildDeliveryRetryPolicy, delayAfterRetryAfter, deliveryWorkflowId, retryDelayMs } from '../../temporal/webhooks.shared';
 import { classifyAnswer, parseRetryAfter } from '../../src/modules/webhooks/webhook.sender';
 import { checkUrlSyntax, isForbiddenAddress } from '../../src/modules/webhooks/webhook-target';
-import { deliveryHeaders, signBody, standardWebhookSignature } from '../../src/modules/webhooks/webhook.signature';
+import { signBody } from '../../src/http/signature';
+import { deliveryHeaders, standardWebhookSignature } from '../../src/modules/webhooks/webhook.signature';
 
 const durationMs = (d: unknown) => (typeof d === 'number' ? d : Number.NaN);
 

@@ -7,31 +7,18 @@
  * JSON body (or, without a body, its query parameters) becomes the execution input.
  * Unverified requests are not counted, so they cannot use up a sender's budget.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Context } from 'koa';
 import { AppError } from '../../http/errors';
 import { rateLimitExceeded, rateLimitHeaders } from '../../http/rate-limit';
+import { constantTimeEqual, SIGNATURE_HEADER, signBody } from '../../http/signature';
 import type { Services } from '../../services';
 import { fireTrigger } from './trigger-firing';
 import { Trigger } from './trigger.entity';
 import { toExecutionOut } from './trigger.routes';
 import type { WebhookTriggerConfig } from './trigger.schemas';
 import { TriggerService, triggerNotFound } from './trigger.service';
-
-export const SIGNATURE_HEADER = 'x-service-signature';
-
-export function signBody(secret: string, rawBody: string): string {
-  return createHmac('sha256', secret).update(rawBody, 'utf8').digest('hex');
-}
-
-function constantTimeEqual(a: string, b: string): boolean {
-  const x = Buffer.from(a, 'utf8');
-  const y = Buffer.from(b, 'utf8');
-  // Compare equal-length buffers only; a length difference is no secret (the expected length is public).
-  return x.length === y.length && timingSafeEqual(x, y);
-}
 
 const unauthorized = (code: string, message: string) => new AppError(401, code, message);
 

@@ -7,14 +7,9 @@
  *   replays by `webhook-timestamp`.
  */
 import { createHmac } from 'node:crypto';
-
-export const SIGNATURE_HEADER = 'X-Service-Signature';
+import { SIGNATURE_HEADER, signBody } from '../../http/signature';
 export const EVENT_ID_HEADER = 'X-Service-Event-Id';
 export const ATTEMPT_HEADER = 'X-Service-Delivery-Attempt';
-
-export function signBody(secret: string, body: string | Buffer): string {
-  return createHmac('sha256', Buffer.from(secret, 'utf8')).update(body).digest('hex');
-}
 
 export function standardWebhookSignature(secret: string, id: string, timestampSeconds: number, body: string | Buffer): string {
   const mac = createHmac('sha256', Buffer.from(secret, 'utf8'));
