@@ -10,6 +10,7 @@ COPY temporal ./temporal
 COPY scripts ./scripts
 USER node
 EXPOSE 3000
-# tsx runs the TypeScript sources directly, exactly as `npm start` does locally.
-ENTRYPOINT ["npx", "tsx", "src/main.ts"]
+# tsx's loader runs the TypeScript sources directly, exactly as `npm start` does locally.
+# Node itself is PID 1's child here (no tsx CLI wrapper), so SIGTERM reaches our drain.
+ENTRYPOINT ["node", "--require", "tsx/cjs", "src/main.ts"]
 CMD ["api"]

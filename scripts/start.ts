@@ -34,7 +34,14 @@ async function reachable(address: string): Promise<boolean> {
 }
 
 /** Returns the address of a Temporal server to use and how to stop it (if we started it). */
-async function ensureTemporal(uiPort: number, namespace: string): Promise<{ address: string; stop(): Promise<void> }> {
+interface LocalTemporal {
+  address: string;
+  /** Web UI address when this script started the server. */
+  ui?: string;
+  stop(): Promise<void>;
+}
+
+async function ensureTemporal(uiPort: number, namespace: string): Promise<LocalTemporal> {
   const address = `127.0.0.1:${DEV_SERVER_PORT}`;
   if (await reachable(address)) {
     log(`reusing the Temporal server already answering at ${address}`);
@@ -47,7 +54,7 @@ async function ensureTemporal(uiPort: number, namespace: string): Promise<{ addr
   if (executable) {
     log(`starting the Temporal dev server (${executable}), data in ${dbFile}`);
     const server = await startTemporalDevServer({ executable, dbFile, port: DEV_SERVER_PORT, uiPort, namespace, log });
-    return { address: server.address, stop: () => server.stop() };
+    return { address: server.address, ui: `http://localhost:${uiPort}`, stop: () => server.stop() };
   }
   log('no Temporal CLI available: letting the Temporal SDK download a dev server');
   const env = await TestWorkflowEnvironment.createLocal({
@@ -61,12 +68,12 @@ async function ensureTemporal(uiPort: number, namespace: string): Promise<{ addr
       extraArgs: searchAttributeCliArgs(),
     },
   });
-  return { address: env.address, stop: () => env.teardown() };
+  return { address: env.address, ui: `http://localhost:${uiPort}`, stop: () => env.teardown() };
 }
 
 async function main() {
   const config = loadConfig();
-  let temporal: { address: string; stop(): Promise<void> } | undefined;
+  let temporal: LocalTemporal | undefined;
   if (config.TEMPORAL_ADDRESS) {
     await ensureSearchAttributes(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE);
   } else {
@@ -75,13 +82,15 @@ async function main() {
   }
   const temporalAddress = config.TEMPORAL_ADDRESS ?? temporal!.address;
 
-  const child = spawn(process.execPath, [require.resolve('tsx/cli'), path.join(__dirname, '..', 'src', 'main.ts'), 'all'], {
+  // tsx's loader, not its CLI: the CLI relays signals and SIGKILLs a child that is slow to
+  // acknowledge one (busy event loop), which would cut the drain short.
+  const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(__dirname, '..', 'src', 'main.ts'), 'all'], {
     env: { ...process.env, TEMPORAL_ADDRESS: temporalAddress },
     stdio: 'inherit',
   });
   log(`API:         ${config.BASE_URL}/v1  (health: ${config.BASE_URL}/healthz)`);
   log(`API docs:    ${config.BASE_URL}/docs  (OpenAPI: ${config.BASE_URL}/v1/openapi.json)`);
-  log(`Temporal:    ${temporalAddress}` + (temporal ? `  (Web UI: http://localhost:${config.TEMPORAL_UI_PORT})` : ''));
+  log(`Temporal:    ${temporalAddress}` + (temporal?.ui ? `  (Web UI: ${temporal.ui})` : ''));
   log('create a first admin key: npm run cli -- api-keys create --org <org> --name <name> --permission admin');
 
   let stopping = false;

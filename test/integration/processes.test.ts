@@ -58,13 +58,14 @@ describe('processes: CLI and service start-up', () => {
   });
 
   it('refuses to start with an invalid configuration, naming the variable', async () => {
-    const proc = spawnProcess(tsx, ['src/main.ts', 'api'], { cwd: root, env: { ...env(), PORT: 'eighty' } });
+    const proc = spawnProcess(process.execPath, ['--require', 'tsx/cjs', 'src/main.ts', 'api'], { cwd: root, env: { ...env(), PORT: 'eighty' } });
     expect((await proc.exited).code).toBe(1);
     expect(proc.lines.join('\n')).toMatch(/PORT/);
   });
 
   it('runs API and worker in one process, serves readiness, and drains on SIGTERM', async () => {
-    const proc = spawnProcess(tsx, ['src/main.ts', 'all'], { cwd: root, env: { ...env(), PORT: '0' } });
+    // As `npm start` runs it: node with tsx's loader, no tsx CLI wrapper relaying signals.
+    const proc = spawnProcess(process.execPath, ['--require', 'tsx/cjs', 'src/main.ts', 'all'], { cwd: root, env: { ...env(), PORT: '0' } });
     try {
       const [, port] = await proc.waitForLine(/API listening on http:\/\/localhost:(\d+)/, 60_000);
       await proc.waitForLine(/worker running/, 60_000);
