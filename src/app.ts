@@ -17,7 +17,7 @@ import { apiKeyRoutes } from './modules/api-keys/api-key.routes';
 import { customerRoutes } from './modules/customers/customer.routes';
 import { executionRoutes } from './modules/executions/execution.routes';
 import { knowledgeBaseRoutes } from './modules/knowledge-bases/knowledge-base.routes';
-import { triggerReceiverRouter } from './modules/triggers/trigger-receiver';
+import { registerTriggerReceiverDocs, triggerReceiverRouter } from './modules/triggers/trigger-receiver';
 import { triggerRoutes } from './modules/triggers/trigger.routes';
 import { workflowRoutes } from './modules/workflows/workflow.routes';
 import { webhookRoutes } from './modules/webhooks/webhook.routes';
@@ -54,6 +54,7 @@ export function createApp(services: Services) {
 
   for (const factory of ROUTE_FACTORIES) mountRoutes(router, registry, services, factory(services));
   registerWebhookEventDocs(registry);
+  registerTriggerReceiverDocs(registry);
 
   const document = generateDocument(registry, services.config.BASE_URL);
   router.get('/v1/openapi.json', (ctx) => {

@@ -62,6 +62,7 @@ describe('HTTP contract', () => {
       expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['401', '403', '429']));
       for (const [status] of route.errors ?? []) expect(op.responses[String(status)]).toBeDefined();
     }
+    expect(doc.paths['/hooks/triggers/{trigger_id}'].post.responses['401'].description).toContain('INVALID_SIGNATURE');
     const create = doc.paths['/v1/workflows'].post;
     expect(create.responses['422'].description).toContain('INVALID_NODE_CONFIG');
     expect(create.requestBody.content['application/json'].schema).toBeDefined();

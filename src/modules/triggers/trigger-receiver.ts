@@ -11,13 +11,15 @@ import Router from '@koa/router';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Context } from 'koa';
 import { AppError } from '../../http/errors';
+import { ErrorOut, type OpenAPIRegistry } from '../../http/openapi';
+import { z } from '../../http/zod';
 import { rateLimitExceeded, rateLimitHeaders } from '../../http/rate-limit';
 import { constantTimeEqual, SIGNATURE_HEADER, signBody } from '../../http/signature';
 import type { Services } from '../../services';
 import { fireTrigger } from './trigger-firing';
 import { Trigger } from './trigger.entity';
 import { toExecutionOut } from './trigger.routes';
-import type { WebhookTriggerConfig } from './trigger.schemas';
+import { TriggerExecutionOut, type WebhookTriggerConfig } from './trigger.schemas';
 import { TriggerService, triggerNotFound } from './trigger.service';
 
 const unauthorized = (code: string, message: string) => new AppError(401, code, message);
@@ -73,4 +75,35 @@ async function receive(ctx: Context, services: Services): Promise<void> {
   const row = await new TriggerService(em, services).getExecution(trigger.organizationId, trigger.id, fired.triggerExecutionId);
   ctx.status = 202;
   ctx.body = { data: toExecutionOut(row) };
+}
+
+/** The receiver in the OpenAPI document: it lives outside /v1 and authenticates by signature. */
+export function registerTriggerReceiverDocs(registry: OpenAPIRegistry): void {
+  const error = (description: string) => ({ description, content: { 'application/json': { schema: ErrorOut } } });
+  registry.registerPath({
+    method: 'post',
+    path: '/hooks/triggers/{trigger_id}',
+    operationId: 'receiveWebhookTrigger',
+    summary: "Fire a webhook trigger (the trigger's `url`; the method is the trigger's `method`)",
+    description:
+      'Signed with `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the trigger secret. ' +
+      'Every configured header must carry its configured value. The JSON body becomes the execution input. 100 verified requests per minute per trigger.',
+    tags: ['Triggers'],
+    security: [],
+    request: {
+      params: z.object({ trigger_id: z.string() }),
+      headers: z.object({ 'X-Service-Signature': z.string().openapi({ example: 'a3f1…' }) }),
+      body: { content: { 'application/json': { schema: z.record(z.string(), z.unknown()) } } },
+    },
+    responses: {
+      202: { description: 'Accepted: the trigger execution', content: { 'application/json': { schema: z.object({ data: TriggerExecutionOut }) } } },
+      400: error('INVALID_REQUEST: the body is not a JSON object'),
+      401: error('INVALID_SIGNATURE | INVALID_HEADER'),
+      404: error('TRIGGER_NOT_FOUND'),
+      405: error('METHOD_NOT_ALLOWED'),
+      409: error('TRIGGER_NOT_ACTIVE | WORKFLOW_NOT_ACTIVE'),
+      415: error('UNSUPPORTED_MEDIA_TYPE'),
+      429: error('RATE_LIMIT_EXCEEDED'),
+    },
+  });
 }
