@@ -17,6 +17,8 @@ import { ensureSearchAttributes } from '../scripts/lib/temporal-dev-server';
 
 type Role = 'api' | 'worker' | 'all';
 
+const IDEMPOTENCY_PURGE_INTERVAL_MS = 3_600_000;
+
 async function main() {
   const role = (process.argv[2] ?? 'all') as Role;
   if (!['api', 'worker', 'all'].includes(role)) throw new ConfigError(`Unknown role "${role}": use api, worker or all`);
@@ -29,6 +31,7 @@ async function main() {
   const services = await createServices(config, { logger, orm });
 
   let server: Server | undefined;
+  let purgeTimer: NodeJS.Timeout | undefined;
   if (role !== 'worker') {
     const { app } = createApp(services);
     server = app.listen(config.PORT, config.HOST);
@@ -36,6 +39,11 @@ async function main() {
     const address = server.address();
     const port = typeof address === 'object' && address ? address.port : config.PORT;
     logger.info({ port }, `API listening on http://localhost:${port} (docs: http://localhost:${port}/docs)`);
+    // Replays are served for 24 h; older records only take space.
+    purgeTimer = setInterval(() => {
+      services.idempotency.purgeExpired().catch((err: unknown) => logger.warn({ err }, 'could not purge idempotency keys'));
+    }, IDEMPOTENCY_PURGE_INTERVAL_MS);
+    purgeTimer.unref();
   }
 
   let worker: RunningWorker | undefined;
@@ -68,6 +76,7 @@ async function main() {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    clearInterval(purgeTimer);
     logger.info({ signal }, 'shutting down: draining in-flight work');
     await Promise.all([
       server && new Promise<void>((resolve) => server!.close(() => resolve())),

@@ -138,6 +138,18 @@ describe('HTTP contract', () => {
       expect(await t.query("select id from workflows where name = 'Idem race'")).toHaveLength(1);
     });
 
+    it('forgets a key after 24 h: the same key runs again, and old records are purged', async () => {
+      await post('idem-7', { name: 'Idem old', channel: 'voice' }).expect(201);
+      await t.query("update idempotency_keys set created_at = now() - interval '25 hours' where key = 'idem-7'");
+      const again = await post('idem-7', { name: 'Idem new', channel: 'voice' });
+      expect(again.status).toBe(201);
+      expect(again.headers['idempotent-replayed']).toBeUndefined();
+      await t.query("update idempotency_keys set created_at = now() - interval '25 hours' where key = 'idem-7'");
+      expect(await t.services.idempotency.purgeExpired()).toBeGreaterThanOrEqual(1);
+      expect(await t.query("select key from idempotency_keys where key = 'idem-7'")).toHaveLength(0);
+      expect(await t.query("select key from idempotency_keys where key = 'idem-1'")).toHaveLength(1);
+    });
+
     it('rejects an oversized or non-ASCII key', async () => {
       const res = await post('k'.repeat(256), { name: 'Idem long', channel: 'voice' });
       expect(res.status).toBe(400);
