@@ -12,6 +12,13 @@ export const executionWorkflowId = (executionId: string): string => executionId;
 /** Workflow type name, for clients that start it by name. */
 export const EXECUTION_WORKFLOW_TYPE = 'executionWorkflow';
 
+/**
+ * The key of one form prompt: its outbound dedupe key and the id of the wait it opens (the
+ * one reply that claims the wait records this key). Attempt n re-asks the same field.
+ */
+export const formWaitKey = (executionId: string, nodeId: string, field: string, attempt: number): string =>
+  `${executionId}:${nodeId}:${field}:${attempt}`;
+
 /** Form `timeout_seconds` when the node does not set one: 24 hours. */
 export const DEFAULT_FORM_TIMEOUT_SECONDS = 24 * 3600;
 /** Invalid replies a form field accepts (re-asking each time) before failing with validation_error. */
@@ -90,6 +97,11 @@ export const ExecutionErrorTypes = {
   validation: 'ExecutionValidationError',
   /** A provider (channel or model endpoint) refused the request. */
   api: 'ExecutionApiError',
+  /**
+   * The execution is no longer running in PostgreSQL (cancelled through the API): the node
+   * activity did nothing and the run stops without sending anything more.
+   */
+  notRunning: 'ExecutionNotRunning',
 } as const;
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;

@@ -1,9 +1,17 @@
 /**
  * Owns the execution activities: one activity per node (it delivers, and records the step
  * in the same transaction as the transcript row and the message.sent event), the form
- * prompt that also marks the execution as waiting, and the completion. Each one first
- * looks for what an earlier attempt already recorded, so a retry after a crash returns
- * that instead of acting twice.
+ * prompt (which opens the wait for the reply BEFORE sending, so a reply racing the send
+ * still finds the execution), the closing of a wait whose timeout fired, and the
+ * completion. Each one first looks for what an earlier attempt already recorded, so a
+ * retry after a crash returns that instead of acting twice.
+ *
+ * Every node activity first checks that the execution is still `running` in PostgreSQL:
+ * a cancel is written there first, and a node activity of a cancelled execution sends
+ * nothing (non-retryable ExecutionNotRunning), even when the Temporal cancel has not
+ * reached the run (worker down, Temporal unreachable from the API, an activity task
+ * dispatched before the cancel). A send already in flight when the cancel lands is not
+ * recalled.
  *
  * Final failures are ApplicationFailures of the types in ExecutionErrorTypes; the workflow
  * maps them to the execution's error_type.
@@ -14,12 +22,14 @@ import type { Services } from '../../src/services';
 import { channelAdapterFor, ChannelRejectedError } from '../../src/modules/executions/channel-adapter';
 import {
   clearWaiting,
+  closeWait,
   type Completion,
   type ExecutionContext,
   findStepOutput,
   finishExecution,
   insertStep,
-  setWaiting,
+  loadNodeState,
+  openWait,
   storeOutboundMessage,
 } from '../../src/modules/executions/execution.recorder';
 import {
@@ -30,8 +40,10 @@ import {
 } from '../../src/modules/knowledge-bases/knowledge-base.retrieval';
 import {
   type AiResponseNodeSpec,
+  type CustomerReply,
   ExecutionErrorTypes,
   type FormNodeSpec,
+  formWaitKey,
   type MessageNodeSpec,
 } from '../executions.shared';
 
@@ -45,10 +57,24 @@ export interface NodeActivityInput<N> {
   startedAt: number;
 }
 
+const notRunning = (ctx: ExecutionContext, what: string) =>
+  ApplicationFailure.nonRetryable(`execution ${ctx.executionId} is no longer running; ${what} skipped`, ExecutionErrorTypes.notRunning);
+
 export function createExecutionActivities(deps: { services: Services }) {
   const { services } = deps;
   const em = () => services.orm.em.fork() as EntityManager;
   const adapter = channelAdapterFor(services.config);
+
+  /**
+   * The step an earlier attempt recorded (returned as is), else a check that the execution
+   * still runs: one round trip for both.
+   */
+  const doneOrRunning = async (ctx: ExecutionContext, nodeId: string): Promise<Record<string, unknown> | undefined> => {
+    const state = await loadNodeState(em(), ctx.executionId, nodeId);
+    if (state.output) return state.output;
+    if (state.status !== 'running') throw notRunning(ctx, `node ${nodeId}`);
+    return undefined;
+  };
 
   const externalIdOf = async (ctx: ExecutionContext): Promise<string | null> => {
     if (!ctx.customerId) return null;
@@ -92,7 +118,7 @@ export function createExecutionActivities(deps: { services: Services }) {
 
   return {
     async runMessageNode({ ctx, node, startedAt }: NodeActivityInput<MessageNodeSpec>): Promise<{ message_sent: string }> {
-      const done = await findStepOutput(em(), ctx.executionId, node.id);
+      const done = await doneOrRunning(ctx, node.id);
       if (done) return done as { message_sent: string };
       const out = await sendAndRecord(
         ctx,
@@ -108,7 +134,7 @@ export function createExecutionActivities(deps: { services: Services }) {
       startedAt,
       question,
     }: NodeActivityInput<AiResponseNodeSpec> & { question: string }): Promise<{ response: string; confidence: number }> {
-      const done = await findStepOutput(em(), ctx.executionId, node.id);
+      const done = await doneOrRunning(ctx, node.id);
       if (done) return done as { response: string; confidence: number };
       let retrieved;
       try {
@@ -150,15 +176,30 @@ export function createExecutionActivities(deps: { services: Services }) {
       return out as { response: string; confidence: number };
     },
 
-    /** Asks for one form field (attempt n) and marks the execution as waiting for the reply. */
+    /**
+     * Asks for one form field (attempt n). The wait is opened (committed) before the prompt
+     * is sent: a reply that arrives while the send is in flight claims it and reaches this
+     * execution instead of starting others.
+     */
     async sendFormPrompt(input: { ctx: ExecutionContext; nodeId: string; field: string; attempt: number; text: string }): Promise<void> {
       const { ctx, nodeId, field, attempt, text } = input;
-      const dedupeKey = `${ctx.executionId}:${nodeId}:${field}:${attempt}`;
-      await deliver(ctx, dedupeKey, nodeId, text);
-      await em().transactional(async (tx) => {
-        await storeOutboundMessage(tx as EntityManager, ctx, { dedupeKey, nodeId, text });
-        await setWaiting(tx as EntityManager, ctx, nodeId, field);
-      });
+      const waitKey = formWaitKey(ctx.executionId, nodeId, field, attempt);
+      const opened = await em().transactional((tx) => openWait(tx as EntityManager, ctx, { nodeId, field, waitKey }));
+      if (opened === 'not_running') throw notRunning(ctx, `prompt ${waitKey}`);
+      await deliver(ctx, waitKey, nodeId, text);
+      await em().transactional((tx) => storeOutboundMessage(tx as EntityManager, ctx, { dedupeKey: waitKey, nodeId, text }));
+    },
+
+    /**
+     * The form's timeout fired without a reply in the run: closes the wait, unless a reply
+     * claimed it first (its signal late or lost), in which case that reply is returned.
+     */
+    async closeFormWait(input: { ctx: ExecutionContext; nodeId: string; field: string; attempt: number }): Promise<{ reply: CustomerReply | null }> {
+      const { ctx, nodeId, field, attempt } = input;
+      const waitKey = formWaitKey(ctx.executionId, nodeId, field, attempt);
+      const closed = await em().transactional((tx) => closeWait(tx as EntityManager, ctx, waitKey));
+      if (closed.state === 'not_running') throw notRunning(ctx, `wait ${waitKey}`);
+      return { reply: closed.state === 'claimed' ? closed.reply : null };
     },
 
     async recordFormStep({
@@ -168,6 +209,9 @@ export function createExecutionActivities(deps: { services: Services }) {
       answers,
     }: NodeActivityInput<FormNodeSpec> & { answers: Record<string, string> }): Promise<void> {
       await em().transactional(async (tx) => {
+        // Locked, so a cancel cannot slip in between the check and the step.
+        const [exec] = await tx.execute<Array<{ status: string }>>('select status from executions where id = ? for update', [ctx.executionId]);
+        if (exec?.status !== 'running') throw notRunning(ctx, `step ${node.id}`);
         await insertStep(tx as EntityManager, ctx, {
           nodeId: node.id,
           type: 'form',

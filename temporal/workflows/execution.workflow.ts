@@ -4,11 +4,16 @@
  * without `next` ends the execution): `message` and `ai_response` are one activity each;
  * `form` asks each field, waits durably for the customer's reply (signal
  * `customerReply`, deduplicated by message id) up to the node's timeout, re-asks an
- * invalid reply up to FORM_MAX_ATTEMPTS times, then records the answers.
+ * invalid reply up to FORM_MAX_ATTEMPTS times, then records the answers. When the timeout
+ * fires, `closeFormWait` settles the race with a reply in PostgreSQL: a reply that claimed
+ * the prompt's wait first is taken (even if its signal is late), otherwise the wait is
+ * closed and the node fails with `timeout`.
  *
  * Every outcome is written by `completeExecution`: success, failed (with error_type
  * timeout | api_error | validation_error; the Temporal run then fails too, so operators
- * see it), or cancelled (cancellation of the run).
+ * see it), or cancelled (cancellation of the run). A node activity that finds the
+ * execution already cancelled in PostgreSQL (the cancel did not reach the run in time)
+ * stops the run at once, sending nothing; the run then completes with status `cancelled`.
  */
 import {
   ActivityFailure,
@@ -16,6 +21,7 @@ import {
   CancellationScope,
   condition,
   isCancellation,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -37,7 +43,7 @@ import {
   validateFormReply,
 } from '../executions.shared';
 
-const NON_RETRYABLE = [ExecutionErrorTypes.validation, ExecutionErrorTypes.api];
+const NON_RETRYABLE = [ExecutionErrorTypes.validation, ExecutionErrorTypes.api, ExecutionErrorTypes.notRunning];
 
 /** Node activities: a send is seconds; five attempts span about half a minute of provider trouble. */
 const nodeActs = proxyActivities<ExecutionActivities>({
@@ -71,6 +77,12 @@ class NodeFailure extends Error {
     super(message);
   }
 }
+
+/** The execution was finished outside the run (cancelled through the API): stop, record nothing. */
+class ExecutionStopped extends Error {}
+
+const isNotRunning = (err: unknown): boolean =>
+  err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === ExecutionErrorTypes.notRunning;
 
 function classify(err: unknown): { errorType: ErrorType; message: string } {
   if (err instanceof ActivityFailure) {
@@ -123,7 +135,16 @@ export async function executionWorkflow(input: ExecutionWorkflowInput): Promise<
       for (let attempt = 1; ; attempt++) {
         await nodeActs.sendFormPrompt({ ctx, nodeId: node.id, field: field.name, attempt, text: prompt });
         progress.waitingForInput = true;
-        const got = await condition(() => replies.length > 0, timeoutMs);
+        let got = await condition(() => replies.length > 0, timeoutMs);
+        if (!got && patched('form-wait-claims')) {
+          // The reply may have claimed the wait in PostgreSQL with its signal still on the way.
+          const late = await nodeActs.closeFormWait({ ctx, nodeId: node.id, field: field.name, attempt });
+          if (late.reply && !seenReplies.has(late.reply.messageId)) {
+            seenReplies.add(late.reply.messageId);
+            replies.push(late.reply);
+          }
+          got = replies.length > 0;
+        }
         progress.waitingForInput = false;
         if (!got) throw new NodeFailure(node, startedAt, 'timeout', `no reply for "${field.name}" within ${timeoutMs / 1000} s`);
         const reply = replies.shift()!;
@@ -186,6 +207,7 @@ export async function executionWorkflow(input: ExecutionWorkflowInput): Promise<
         }
       } catch (err) {
         if (isCancellation(err) || err instanceof NodeFailure) throw err;
+        if (isNotRunning(err)) throw new ExecutionStopped();
         const { errorType, message } = classify(err);
         throw new NodeFailure(node, startedAt, errorType, message);
       }
@@ -196,6 +218,8 @@ export async function executionWorkflow(input: ExecutionWorkflowInput): Promise<
       await finish({ status: 'cancelled', output: output('cancelled') });
       throw err;
     }
+    // The row is already final (cancelled by the API); nothing to write, nothing more to send.
+    if (err instanceof ExecutionStopped) return { status: 'cancelled', output: output('cancelled') };
     if (err instanceof NodeFailure) {
       const result: ExecutionWorkflowResult = {
         status: 'failed',

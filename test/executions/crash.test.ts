@@ -1,11 +1,15 @@
 /**
  * Nothing lost, nothing doubled: real processes are SIGKILLed at the worst moments.
  *
- * 1. The API dies between committing an inbound message (and its execution row) and
- *    starting the Temporal workflow: the worker's reconciler starts it, exactly once.
+ * 1. The API dies right after committing an inbound message that matches a message
+ *    trigger and a workflow's own keywords (message, trigger execution, both execution
+ *    rows, their events: one transaction) and before starting anything on Temporal: the
+ *    worker's reconciler starts both executions, exactly once each.
  * 2. The worker dies while executions are between steps (a send in flight) and while one
  *    waits for a form reply: after a restart every execution completes, each step is
  *    recorded once and each message stored once.
+ *
+ * Every wait is bounded and polls for a state (never a sleep that assumes timing).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -43,13 +47,17 @@ describe('crash safety of executions', () => {
     t = await createTestApp();
     key = (await t.createKey('admin')).key;
   });
+  // Both tests share one task queue: a process left by a failed test must not steal the
+  // next test's tasks (a worker without its provider URL would "send" the held messages).
+  afterEach(async () => {
+    for (const c of children.splice(0)) await c.kill('SIGKILL');
+  });
   afterAll(async () => {
-    for (const c of children) await c.kill('SIGKILL');
     await t.close();
   });
 
-  it('an API killed between recording a message and starting its execution: the execution starts exactly once', async () => {
-    const workflowId = await createActiveWorkflow(t, key, {
+  it('an API killed right after committing a message that fires a trigger: one trigger execution, each execution started exactly once', async () => {
+    const configured = await createActiveWorkflow(t, key, {
       name: 'Crash API',
       channel: 'whatsapp',
       configuration: {
@@ -60,8 +68,20 @@ describe('crash safety of executions', () => {
         ],
       },
     });
+    const triggered = await createActiveWorkflow(t, key, {
+      name: 'Crash API trigger',
+      channel: 'whatsapp',
+      configuration: { nodes: [{ id: 'ack', type: 'message', content: 'order noted' }] },
+    });
+    const trigger = await t.request
+      .post('/v1/triggers')
+      .set(bearer(key))
+      .send({ name: 'Orders', type: 'message', workflow_id: triggered, channel: 'whatsapp', configuration: { keywords: ['order'] } });
+    expect(trigger.status).toBe(201);
+    const triggerId = trigger.body.data.id as string;
+
     const port = await freePort();
-    const api = spawnMain('api', { PORT: String(port), FAILPOINTS: 'execution.before_temporal_start' });
+    const api = spawnMain('api', { PORT: String(port), FAILPOINTS: 'message.after_commit' });
     await api.waitForLine(/API listening/, 60_000);
     const posted = await fetch(`http://127.0.0.1:${port}/v1/messages`, {
       method: 'POST',
@@ -73,32 +93,50 @@ describe('crash safety of executions', () => {
     );
     expect(posted).toBe('connection lost');
     await api.exited;
-    expect(api.lines.join('\n')).toContain('failpoint execution.before_temporal_start: SIGKILL');
+    expect(api.lines.join('\n')).toContain('failpoint message.after_commit: SIGKILL');
 
-    // Committed, not started.
-    const rows = await t.query<{ id: string; temporal_started_at: Date | null; message_id: string }>(
-      'select id, temporal_started_at, message_id from executions where workflow_id = ?',
-      [workflowId],
+    // All committed together, nothing started.
+    const rows = await t.query<{ id: string; workflow_id: string; trigger_id: string | null; temporal_started_at: Date | null; message_id: string }>(
+      'select id, workflow_id, trigger_id, temporal_started_at, message_id from executions where workflow_id in (?, ?) order by workflow_id = ? desc',
+      [configured, triggered, configured],
     );
-    expect(rows).toHaveLength(1);
-    expect(rows[0]!.temporal_started_at).toBeNull();
-    const executionId = rows[0]!.id;
-    expect(await t.query('select id from messages where id = ? and direction = ?', [rows[0]!.message_id, 'inbound'])).toHaveLength(1);
-    await expect(t.services.temporal.client.workflow.getHandle(executionId).describe()).rejects.toThrow();
+    expect(rows.map((r) => [r.workflow_id, r.trigger_id])).toEqual([
+      [configured, null],
+      [triggered, triggerId],
+    ]);
+    for (const r of rows) expect(r.temporal_started_at).toBeNull();
+    const messageId = rows[0]!.message_id;
+    expect(rows[1]!.message_id).toBe(messageId);
+    expect(await t.query('select id from messages where id = ? and direction = ?', [messageId, 'inbound'])).toHaveLength(1);
+    const firings = await t.query<{ id: string; execution_id: string; status: string }>(
+      'select id, execution_id, status from trigger_executions where trigger_id = ?',
+      [triggerId],
+    );
+    expect(firings).toEqual([{ id: expect.any(String), execution_id: rows[1]!.id, status: 'running' }]);
+    for (const r of rows) await expect(t.services.temporal.client.workflow.getHandle(r.id).describe()).rejects.toThrow();
 
-    // A worker process comes up; its reconciler starts the execution.
+    // A worker process comes up; its reconciler starts both executions.
     const worker = spawnMain('worker');
     await worker.waitForLine(/worker running/, 60_000);
-    const done = await waitForExecution(t, key, workflowId, executionId, 'success', 60_000);
+    const done = await waitForExecution(t, key, configured, rows[0]!.id, 'success', 60_000);
     expect(done.steps.map((s: { node_id: string }) => s.node_id)).toEqual(['one', 'two']);
+    const fired = await waitForExecution(t, key, triggered, rows[1]!.id, 'success', 60_000);
+    expect(fired).toMatchObject({ trigger_id: triggerId, steps: [expect.objectContaining({ node_id: 'ack' })] });
 
     // Exactly once: further reconciler passes and a racing start change nothing.
     expect(await reconcileOnce(t.services, 0)).toEqual({ started: 0, redelivered: 0 });
-    const runs: string[] = [];
-    for await (const wf of t.services.temporal.client.workflow.list({ query: `WorkflowId = '${executionId}'` })) runs.push(wf.runId);
-    expect(runs).toHaveLength(1);
-    expect(await t.query('select 1 from executions where workflow_id = ?', [workflowId])).toHaveLength(1);
-    expect(await t.query(`select 1 from events where type = 'workflow.started' and data->>'execution_id' = ?`, [executionId])).toHaveLength(1);
+    for (const r of rows) {
+      const runs: string[] = [];
+      for await (const wf of t.services.temporal.client.workflow.list({ query: `WorkflowId = '${r.id}'` })) runs.push(wf.runId);
+      expect(runs).toHaveLength(1);
+      expect(await t.query(`select 1 from events where type = 'workflow.started' and data->>'execution_id' = ?`, [r.id])).toHaveLength(1);
+    }
+    expect(await t.query('select 1 from executions where workflow_id in (?, ?)', [configured, triggered])).toHaveLength(2);
+    expect(await t.query(`select 1 from events where type = 'trigger.activated' and data->>'trigger_id' = ?`, [triggerId])).toHaveLength(1);
+    const detail = await t.request.get(`/v1/triggers/${triggerId}`).set(bearer(key));
+    expect(detail.body.data.execution_count).toBe(1);
+    const te = await t.request.get(`/v1/triggers/${triggerId}/executions/${firings[0]!.id}`).set(bearer(key));
+    expect(te.body.data).toMatchObject({ status: 'success', output: { workflow_execution_id: rows[1]!.id } });
     await worker.kill('SIGTERM');
   });
 
@@ -147,7 +185,9 @@ describe('crash safety of executions', () => {
           ],
         },
       });
-      const workerEnv = { CHANNEL_PROVIDER_URL: providerUrl };
+      // A held send stays one attempt until the activity's 10 s start-to-close (not the 5 s
+      // provider timeout), so a slow machine cannot burn the node's 5 attempts before the kill.
+      const workerEnv = { CHANNEL_PROVIDER_URL: providerUrl, CHANNEL_PROVIDER_TIMEOUT_MS: '60000' };
       const first = spawnMain('worker', workerEnv);
       await first.waitForLine(/worker running/, 60_000);
 
@@ -160,14 +200,20 @@ describe('crash safety of executions', () => {
       const formId = formRes.body.data.executions[0].id as string;
 
       // Between steps: "a" recorded and "b" in flight for every execution; the form waits.
-      await waitFor(async () => (new Set(held).size === 3 ? true : undefined), 'three held sends', 60_000).catch((err: Error) => {
-        throw new Error(`${err.message}; held=${JSON.stringify(held)} keys=${JSON.stringify(keys)}\n${first.lines.slice(-30).join('\n')}`);
-      });
-      for (const id of stepIds) {
-        const d = await waitForExecution(t, key, steps, id, (x) => x.steps.length === 1);
-        expect(d.status).toBe('running');
-      }
-      await waitForExecution(t, key, form, formId, (x) => x.output?.next_action === 'wait_for_input', 60_000);
+      // Waited for together (the held sends age meanwhile), each bounded, with the state on failure.
+      const diagnose = async (err: Error) => {
+        const state = await t.query(
+          `select e.id, e.status, e.temporal_started_at, array_agg(s.node_id) as steps from executions e
+             left join execution_steps s on s.execution_id = e.id where e.id in (?, ?, ?, ?) group by e.id`,
+          [...stepIds, formId],
+        );
+        throw new Error(`${err.message}; held=${JSON.stringify(held)} keys=${JSON.stringify(keys)} state=${JSON.stringify(state)}\n${first.lines.slice(-30).join('\n')}`);
+      };
+      await Promise.all([
+        waitFor(async () => (new Set(held).size === 3 ? true : undefined), 'three held sends', 90_000),
+        ...stepIds.map((id) => waitForExecution(t, key, steps, id, (x) => x.steps.length === 1 && x.status === 'running', 90_000)),
+        waitForExecution(t, key, form, formId, (x) => x.output?.next_action === 'wait_for_input', 90_000),
+      ]).catch(diagnose);
 
       await first.kill('SIGKILL');
       release();

@@ -7,6 +7,7 @@ import { Migration20261122000002_events } from './Migration20261122000002_events
 import { Migration20261122000300_executions } from './Migration20261122000300_executions';
 import { Migration20261122000500_webhooks } from './Migration20261122000500_webhooks';
 import { Migration20261122000400_triggers } from './Migration20261122000400_triggers';
+import { Migration20261123000100_reply_waits } from './Migration20261123000100_reply_waits';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -14,4 +15,5 @@ export const migrationsList = [
   { name: 'Migration20261122000300_executions', class: Migration20261122000300_executions },
   { name: 'Migration20261122000500_webhooks', class: Migration20261122000500_webhooks },
   { name: 'Migration20261122000400_triggers', class: Migration20261122000400_triggers },
+  { name: 'Migration20261123000100_reply_waits', class: Migration20261123000100_reply_waits },
 ];

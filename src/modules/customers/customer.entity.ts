@@ -42,7 +42,7 @@ export const CustomerSchema = new EntitySchema<Customer>({
 export type MessageDirection = 'inbound' | 'outbound';
 
 export class ConversationMessage {
-  [OptionalProps]?: 'metadata' | 'executionId' | 'nodeId' | 'dedupeKey' | 'language' | 'deliveredAt' | 'createdAt';
+  [OptionalProps]?: 'metadata' | 'executionId' | 'nodeId' | 'dedupeKey' | 'language' | 'deliveredAt' | 'replyToWait' | 'createdAt';
   id!: string;
   organizationId!: string;
   customerId!: string;
@@ -55,6 +55,8 @@ export class ConversationMessage {
   dedupeKey: string | null = null;
   language: string | null = null;
   deliveredAt: Date | null = null;
+  /** For an inbound reply: the form wait (prompt dedupe key) it claimed. */
+  replyToWait: string | null = null;
   createdAt: Date = new Date();
 }
 
@@ -74,6 +76,7 @@ export const ConversationMessageSchema = new EntitySchema<ConversationMessage>({
     dedupeKey: { type: 'string', fieldName: 'dedupe_key', nullable: true },
     language: { type: 'string', nullable: true },
     deliveredAt: { type: 'Date', fieldName: 'delivered_at', nullable: true },
+    replyToWait: { type: 'string', fieldName: 'reply_to_wait', nullable: true },
     createdAt: { type: 'Date', fieldName: 'created_at' },
   },
 });

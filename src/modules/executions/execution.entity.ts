@@ -25,6 +25,7 @@ export class Execution {
     | 'retryOf'
     | 'messageId'
     | 'waitingNodeId'
+    | 'waitingKey'
     | 'temporalStartedAt';
   id!: string;
   organizationId!: string;
@@ -44,8 +45,10 @@ export class Execution {
   retryOf: string | null = null;
   /** The inbound message that started it, when one did. */
   messageId: string | null = null;
-  /** The form node waiting for the customer's reply; null when not waiting. */
+  /** The form node whose open wait accepts the customer's next message; null when none is open. */
   waitingNodeId: string | null = null;
+  /** The open wait (the prompt's dedupe key); the one reply that claims it records it as `reply_to_wait`. */
+  waitingKey: string | null = null;
   temporalStartedAt: Date | null = null;
 }
 
@@ -71,6 +74,7 @@ export const ExecutionSchema = new EntitySchema<Execution>({
     retryOf: { type: 'string', fieldName: 'retry_of', nullable: true },
     messageId: { type: 'string', fieldName: 'message_id', nullable: true },
     waitingNodeId: { type: 'string', fieldName: 'waiting_node_id', nullable: true },
+    waitingKey: { type: 'string', fieldName: 'waiting_key', nullable: true },
     temporalStartedAt: { type: 'Date', fieldName: 'temporal_started_at', nullable: true },
   },
 });

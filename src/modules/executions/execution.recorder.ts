@@ -4,7 +4,8 @@
  * status with the workflow counters and workflow.* events. Every write is idempotent, so an
  * activity retried after a worker crash never records a step, a message or a completion
  * twice: steps are unique per (execution, node), outbound messages per dedupe key, and a
- * completion only applies to a row still `running`.
+ * completion only applies to a row still `running`. Also owns the form waits (open, close)
+ * that decide which execution an inbound reply belongs to.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../../ids';
@@ -101,16 +102,68 @@ export async function storeOutboundMessage(
   return id;
 }
 
-/** Marks the execution as waiting on a form node: the API routes the customer's next message to it. */
-export async function setWaiting(em: EntityManager, ctx: ExecutionContext, nodeId: string, field: string): Promise<void> {
-  await em.execute(
-    `update executions set waiting_node_id = ?, output = ?::jsonb where id = ? and status = 'running'`,
-    [nodeId, JSON.stringify({ response: null, next_action: 'wait_for_input', node_id: nodeId, field }), ctx.executionId],
+/** Where a node stands: the execution's status and the node's step output if one is recorded. */
+export async function loadNodeState(
+  em: EntityManager,
+  executionId: string,
+  nodeId: string,
+): Promise<{ status: ExecutionStatus | null; output: Record<string, unknown> | undefined }> {
+  const [row] = await em.execute<Array<{ status: ExecutionStatus; output: Record<string, unknown> | null }>>(
+    `select e.status, s.output from executions e
+       left join execution_steps s on s.execution_id = e.id and s.node_id = ?
+      where e.id = ?`,
+    [nodeId, executionId],
   );
+  return { status: row?.status ?? null, output: row?.output ?? undefined };
 }
 
+/**
+ * Form waits. A prompt opens a wait before it is sent; the first inbound message of the
+ * customer on the channel claims it (message.service.ts: `claimWait`), or the form's
+ * timeout closes it (`closeWait`). Both sides lock the execution row, so exactly one wins,
+ * and a claimed reply is recorded on the message (`reply_to_wait`, unique).
+ */
+export type OpenWaitResult = 'open' | 'already_claimed' | 'not_running';
+
+/**
+ * Opens the wait `waitKey` (output `wait_for_input`). Idempotent for an activity retry:
+ * a wait that a reply already claimed is not reopened, so it cannot take a second reply.
+ */
+export async function openWait(em: EntityManager, ctx: ExecutionContext, w: { nodeId: string; field: string; waitKey: string }): Promise<OpenWaitResult> {
+  const [exec] = await em.execute<Array<{ status: ExecutionStatus }>>('select status from executions where id = ? for update', [ctx.executionId]);
+  if (exec?.status !== 'running') return 'not_running';
+  // Read after the row lock: a claim that held it has committed and is visible here.
+  const [claimed] = await em.execute<Array<{ id: string }>>('select id from messages where reply_to_wait = ?', [w.waitKey]);
+  if (claimed) return 'already_claimed';
+  await em.execute(
+    `update executions set waiting_node_id = ?, waiting_key = ?, output = ?::jsonb where id = ?`,
+    [w.nodeId, w.waitKey, JSON.stringify({ response: null, next_action: 'wait_for_input', node_id: w.nodeId, field: w.field }), ctx.executionId],
+  );
+  return 'open';
+}
+
+export type CloseWaitResult = { state: 'claimed'; reply: { messageId: string; text: string } } | { state: 'closed' } | { state: 'not_running' };
+
+/**
+ * Closes the wait `waitKey` after the form's timeout, unless a reply claimed it first: then
+ * that reply is returned so the form takes it even if its signal has not arrived (the
+ * reply is never swallowed).
+ */
+export async function closeWait(em: EntityManager, ctx: ExecutionContext, waitKey: string): Promise<CloseWaitResult> {
+  const [exec] = await em.execute<Array<{ status: ExecutionStatus }>>('select status from executions where id = ? for update', [ctx.executionId]);
+  const [claimed] = await em.execute<Array<{ id: string; text: string }>>('select id, text from messages where reply_to_wait = ?', [waitKey]);
+  if (claimed) return { state: 'claimed', reply: { messageId: claimed.id, text: claimed.text } };
+  if (exec?.status !== 'running') return { state: 'not_running' };
+  await em.execute('update executions set waiting_node_id = null, waiting_key = null where id = ? and waiting_key = ?', [ctx.executionId, waitKey]);
+  return { state: 'closed' };
+}
+
+/** The form node is done: nothing is awaited any more. */
 export async function clearWaiting(em: EntityManager, ctx: ExecutionContext): Promise<void> {
-  await em.execute(`update executions set waiting_node_id = null, output = null where id = ? and status = 'running'`, [ctx.executionId]);
+  await em.execute(
+    `update executions set waiting_node_id = null, waiting_key = null, output = null where id = ? and status = 'running'`,
+    [ctx.executionId],
+  );
 }
 
 export interface Completion {
@@ -130,7 +183,7 @@ export async function finishExecution(em: EntityManager, executionId: string, c:
     Array<{ organization_id: string; workflow_id: string; customer_id: string | null; channel: string; duration_ms: number; completed_at: Date }>
   >(
     `update executions
-        set status = ?, output = ?::jsonb, error_type = ?, error_message = ?, waiting_node_id = null,
+        set status = ?, output = ?::jsonb, error_type = ?, error_message = ?, waiting_node_id = null, waiting_key = null,
             completed_at = clock_timestamp(),
             duration_ms = greatest(0, round(extract(epoch from (clock_timestamp() - started_at)) * 1000))::int
       where id = ? and status = 'running'

@@ -1,25 +1,30 @@
 /**
- * Owns inbound customer messages (`POST /v1/messages`). One transaction records the
+ * Owns inbound customer messages (`POST /v1/messages`). ONE transaction records the
  * customer (created on its first message per channel and external id), the message, their
- * events, and either routes the message to the customer's execution that waits for input
- * on that channel, or records one execution per workflow the message starts:
+ * events, and either
  *
- * - active `message` triggers that match (the triggers module decides), at most one per
- *   workflow, fired through `fireTrigger` after the commit (it records its own firing);
- * - active workflows of the channel whose own `configuration.trigger` keywords match and
- *   that no matching trigger already covers, recorded in this same transaction.
+ * - a reply: the message claims the open form wait of that customer's execution on the
+ *   channel (see "Form waits" in execution.recorder.ts) and is linked to it; or
+ * - everything the message starts: a firing of each matching active `message` trigger (the
+ *   triggers module's `recordTriggerFiring`: trigger execution, counters,
+ *   `trigger.activated`) with its execution, and an execution for each active workflow of
+ *   the channel whose own `configuration.trigger` keywords match and that no matching
+ *   trigger already covers; at most one execution per workflow, each with its
+ *   `workflow.started` event.
  *
- * After the commit the reply is signalled / the executions are started. A crash after the
- * commit loses nothing: the reconciler starts unstarted executions and re-delivers
- * unaccepted replies (the workflow drops a reply it already has, by message id).
+ * Only after the commit is the reply signalled / are the executions started on Temporal. A
+ * crash after the commit loses nothing: the reconciler starts unstarted executions and
+ * re-delivers unconfirmed replies (the workflow drops a reply it already has, by message
+ * id; and a form whose timeout fires reads a claimed reply from PostgreSQL).
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { failpoint } from '../../failpoints';
 import { AppError } from '../../http/errors';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
 import { recordEvent } from '../events/outbox';
-import { findMatchingMessageTriggers, fireTrigger, messageMatches } from '../triggers/trigger-firing';
+import { findMatchingMessageTriggers, messageMatches, recordTriggerFiring } from '../triggers/trigger-firing';
 import { Workflow } from '../workflows/workflow.entity';
 import { customerReplySignal, executionWorkflowId } from '../../../temporal/executions.shared';
 import { dispatchExecution, type PendingExecution, recordExecution } from './execution.starter';
@@ -43,9 +48,14 @@ export interface InboundResult {
 interface Recorded {
   messageId: string;
   customerId: string;
-  waiting: { id: string; workflow_id: string } | undefined;
-  pending: PendingExecution[];
-  triggerMatches: Array<{ triggerId: string; workflowId: string }>;
+  waiting: ClaimedWait | undefined;
+  started: Array<{ pending: PendingExecution; triggerId: string | null }>;
+}
+
+interface ClaimedWait {
+  id: string;
+  workflow_id: string;
+  waiting_key: string | null;
 }
 
 async function upsertCustomer(tx: EntityManager, organizationId: string, msg: InboundMessage): Promise<string> {
@@ -85,6 +95,81 @@ async function matchingConfiguredWorkflows(tx: EntityManager, organizationId: st
     .map((w) => w.id);
 }
 
+/**
+ * Claims the open form wait of this customer's newest waiting execution on the channel, if
+ * any: the row lock orders the claim against the form opening or closing (timeout) that
+ * wait, so exactly one of them wins, and the wait is closed so it takes one reply only.
+ * (The customer upsert before this already serialises the customer's own messages.)
+ */
+async function claimWait(tx: EntityManager, organizationId: string, customerId: string, channel: string): Promise<ClaimedWait | undefined> {
+  const [waiting] = await tx.execute<ClaimedWait[]>(
+    `select id, workflow_id, waiting_key from executions
+      where organization_id = ? and customer_id = ? and channel = ? and status = 'running' and waiting_node_id is not null
+      order by started_at desc limit 1 for update`,
+    [organizationId, customerId, channel],
+  );
+  if (!waiting) return undefined;
+  await tx.execute('update executions set waiting_node_id = null, waiting_key = null where id = ?', [waiting.id]);
+  return waiting;
+}
+
+/**
+ * Records, in `tx`, the firings and executions a message that is not a reply starts. One
+ * execution per workflow: the oldest matching trigger that can fire gets the attribution,
+ * then workflows matched by their own keywords. A trigger or workflow deactivated since
+ * the match is skipped (a trigger whose workflow stopped is recorded as a failed firing).
+ */
+async function recordStarts(
+  services: Services,
+  tx: EntityManager,
+  m: { organizationId: string; customerId: string; messageId: string; msg: InboundMessage; language: string | undefined },
+): Promise<Recorded['started']> {
+  const { organizationId, customerId, messageId, msg, language } = m;
+  const started: Recorded['started'] = [];
+  const covered = new Set<string>();
+  const matches = await findMatchingMessageTriggers(tx, { organizationId, channel: msg.channel, text: msg.message, ...(language ? { language } : {}) });
+  for (const match of matches) {
+    if (covered.has(match.workflowId)) continue;
+    try {
+      const fired = await recordTriggerFiring(
+        tx,
+        {
+          organizationId,
+          triggerId: match.triggerId,
+          workflowId: match.workflowId,
+          channel: msg.channel,
+          customerId,
+          input: { message: msg.message, customer_id: customerId, channel: msg.channel },
+          metadata: { message_id: messageId, ...(language ? { language } : {}) },
+        },
+        { messageId },
+      );
+      covered.add(fired.workflowId);
+      if (fired.pending) started.push({ pending: fired.pending, triggerId: match.triggerId });
+    } catch (err) {
+      // Paused or deleted since the match: nothing was written for it.
+      if (!(err instanceof AppError)) throw err;
+      services.logger.info({ err, triggerId: match.triggerId }, 'matched trigger could not fire');
+    }
+  }
+  for (const workflowId of await matchingConfiguredWorkflows(tx, organizationId, msg.channel, msg.message)) {
+    if (covered.has(workflowId)) continue;
+    covered.add(workflowId);
+    try {
+      const pending = await recordExecution(
+        tx,
+        { organizationId, workflowId, customerId, channel: msg.channel, input: { message: msg.message } },
+        { messageId },
+      );
+      started.push({ pending, triggerId: null });
+    } catch (err) {
+      // Deactivated since the match: recordExecution wrote nothing.
+      if (!(err instanceof AppError)) throw err;
+    }
+  }
+  return started;
+}
+
 export async function receiveMessage(services: Services, organizationId: string, msg: InboundMessage): Promise<InboundResult> {
   const language = typeof msg.metadata?.language === 'string' ? msg.metadata.language : undefined;
   const em = services.orm.em.fork() as EntityManager;
@@ -92,17 +177,21 @@ export async function receiveMessage(services: Services, organizationId: string,
     const tx = t as EntityManager;
     const customerId = await upsertCustomer(tx, organizationId, msg);
     const messageId = newId('message');
-    // Serialises this customer's messages: two replies racing to one waiting form stay in order.
-    const [waiting] = await tx.execute<Array<{ id: string; workflow_id: string }>>(
-      `select id, workflow_id from executions
-        where organization_id = ? and customer_id = ? and channel = ? and status = 'running' and waiting_node_id is not null
-        order by started_at desc limit 1 for update`,
-      [organizationId, customerId, msg.channel],
-    );
+    const waiting = await claimWait(tx, organizationId, customerId, msg.channel);
     await tx.execute(
-      `insert into messages (id, organization_id, customer_id, channel, direction, text, metadata, language, execution_id)
-       values (?, ?, ?, ?, 'inbound', ?, ?::jsonb, ?, ?)`,
-      [messageId, organizationId, customerId, msg.channel, msg.message, JSON.stringify(msg.metadata ?? {}), language ?? null, waiting?.id ?? null],
+      `insert into messages (id, organization_id, customer_id, channel, direction, text, metadata, language, execution_id, reply_to_wait)
+       values (?, ?, ?, ?, 'inbound', ?, ?::jsonb, ?, ?, ?)`,
+      [
+        messageId,
+        organizationId,
+        customerId,
+        msg.channel,
+        msg.message,
+        JSON.stringify(msg.metadata ?? {}),
+        language ?? null,
+        waiting?.id ?? null,
+        waiting?.waiting_key ?? null,
+      ],
     );
     recordEvent(tx, {
       organizationId,
@@ -117,34 +206,17 @@ export async function receiveMessage(services: Services, organizationId: string,
         execution_id: waiting?.id ?? null,
       },
     });
-    if (waiting) return { messageId, customerId, waiting, pending: [], triggerMatches: [] };
+    if (waiting) return { messageId, customerId, waiting, started: [] };
 
-    // One execution per workflow: the oldest matching trigger of a workflow gets the attribution.
-    const triggerMatches: Array<{ triggerId: string; workflowId: string }> = [];
-    const covered = new Set<string>();
-    const matches = await findMatchingMessageTriggers(tx, { organizationId, channel: msg.channel, text: msg.message, ...(language ? { language } : {}) });
-    for (const m of matches) {
-      if (covered.has(m.workflowId)) continue;
-      covered.add(m.workflowId);
-      triggerMatches.push(m);
+    const started = await recordStarts(services, tx, { organizationId, customerId, messageId, msg, language });
+    if (started.length > 0) {
+      // Linked to the first execution it started; not a reply, so there is nothing to deliver.
+      await tx.execute('update messages set execution_id = ?, delivered_at = now() where id = ?', [started[0]!.pending.executionId, messageId]);
     }
-    const pending: PendingExecution[] = [];
-    for (const workflowId of await matchingConfiguredWorkflows(tx, organizationId, msg.channel, msg.message)) {
-      if (covered.has(workflowId)) continue;
-      covered.add(workflowId);
-      pending.push(
-        await recordExecution(
-          tx,
-          { organizationId, workflowId, customerId, channel: msg.channel, input: { message: msg.message } },
-          { messageId },
-        ),
-      );
-    }
-    if (pending.length > 0) {
-      await tx.execute(`update messages set execution_id = ? where id = ?`, [pending[0]!.executionId, messageId]);
-    }
-    return { messageId, customerId, waiting: undefined, pending, triggerMatches };
+    return { messageId, customerId, waiting: undefined, started };
   });
+  // Crash tests die here: everything above is committed, nothing is started or signalled yet.
+  failpoint(services.config, 'message.after_commit');
 
   const result: InboundResult = { message_id: recorded.messageId, customer_id: recorded.customerId, status: 'no_match', executions: [] };
   if (recorded.waiting) {
@@ -153,27 +225,9 @@ export async function receiveMessage(services: Services, organizationId: string,
     result.executions.push({ id: recorded.waiting.id, workflow_id: recorded.waiting.workflow_id, trigger_id: null, action: 'resumed' });
     return result;
   }
-  for (const p of recorded.pending) {
-    await dispatchExecution(services, p);
-    result.executions.push({ id: p.executionId, workflow_id: p.workflowInput.workflowId, trigger_id: null, action: 'started' });
-  }
-  for (const m of recorded.triggerMatches) {
-    try {
-      const fired = await fireTrigger(services, {
-        organizationId,
-        triggerId: m.triggerId,
-        workflowId: m.workflowId,
-        channel: msg.channel,
-        customerId: recorded.customerId,
-        input: { message: msg.message, customer_id: recorded.customerId, channel: msg.channel },
-        metadata: { message_id: recorded.messageId, ...(language ? { language } : {}) },
-      });
-      result.executions.push({ id: fired.executionId, workflow_id: m.workflowId, trigger_id: m.triggerId, action: 'started' });
-    } catch (err) {
-      // A trigger or workflow deactivated since the match: the firing is recorded as failed by its module.
-      if (!(err instanceof AppError)) throw err;
-      services.logger.info({ err, triggerId: m.triggerId }, 'matched trigger could not fire');
-    }
+  for (const { pending, triggerId } of recorded.started) {
+    await dispatchExecution(services, pending);
+    result.executions.push({ id: pending.executionId, workflow_id: pending.workflowInput.workflowId, trigger_id: triggerId, action: 'started' });
   }
   if (result.executions.length > 0) result.status = 'started';
   return result;
@@ -181,8 +235,9 @@ export async function receiveMessage(services: Services, organizationId: string,
 
 /**
  * Signals a reply to its execution and stamps `delivered_at`. A Temporal outage leaves the
- * row unstamped for the reconciler; a run that no longer exists (it timed out meanwhile)
- * is stamped too, there is nothing left to deliver to.
+ * row unstamped for the reconciler; a run that no longer exists is stamped too, there is
+ * nothing left to deliver to (it took the reply from PostgreSQL when its timeout fired, or
+ * it was cancelled).
  */
 export async function deliverReply(services: Services, r: { messageId: string; executionId: string; text: string }): Promise<boolean> {
   try {

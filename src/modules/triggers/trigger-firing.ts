@@ -7,15 +7,19 @@
  * reconciler starts it if this process dies first). A firing is therefore never recorded
  * without its execution, nor an execution of a trigger without its firing.
  *
+ * `recordTriggerFiring(tx, req)` is that recording step on the caller's transaction, so an
+ * inbound message commits its firings together with the message itself; `fireTrigger`
+ * wraps it in a transaction of its own for the other sources.
+ *
  * A firing that cannot start an execution (workflow not active) is recorded as a `failed`
- * trigger execution with its error, and the error is rethrown.
+ * trigger execution with its error; `fireTrigger` then throws that error.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../../http/errors';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
 import { recordEvent } from '../events/outbox';
-import { dispatchExecution, recordExecution } from '../executions/execution.starter';
+import { dispatchExecution, type PendingExecution, recordExecution } from '../executions/execution.starter';
 import { Workflow } from '../workflows/workflow.entity';
 import { Trigger, TriggerExecution } from './trigger.entity';
 import type { MessageTriggerConfig } from './trigger.schemas';
@@ -113,6 +117,53 @@ export const triggerNotActive = (id: string) =>
 const workflowNotActive = (id: string) =>
   new AppError(409, 'WORKFLOW_NOT_ACTIVE', `Workflow ${id} is not active; a trigger fires only for an active workflow`);
 
+/** A firing recorded in the caller's transaction, not yet committed. */
+export interface RecordedFiring {
+  triggerExecutionId: string;
+  /** The trigger's workflow (the trigger row is the truth, not the caller's copy). */
+  workflowId: string;
+  /** The execution to start after the commit; null when the firing failed. */
+  pending: PendingExecution | null;
+  /** Why no execution could start (409 WORKFLOW_NOT_ACTIVE), recorded on the failed firing. */
+  error: AppError | null;
+}
+
+/**
+ * Records one firing of an active trigger, with its workflow execution, in `tx`. Throws
+ * 404 TRIGGER_NOT_FOUND / 409 TRIGGER_NOT_ACTIVE before writing anything (so the caller's
+ * transaction stays usable); a workflow that cannot run is not thrown but recorded as a
+ * failed firing and returned in `error`, so the caller's commit keeps it.
+ */
+export async function recordTriggerFiring(
+  tx: EntityManager,
+  req: FireTriggerRequest,
+  extra: { messageId?: string } = {},
+): Promise<RecordedFiring> {
+  const fired = await bumpTrigger(tx, req);
+  let pending: PendingExecution | null = null;
+  let error: AppError | null = null;
+  try {
+    pending = await recordExecution(
+      tx,
+      {
+        organizationId: req.organizationId,
+        workflowId: fired.workflow_id,
+        triggerId: req.triggerId,
+        ...(req.customerId ? { customerId: req.customerId } : {}),
+        channel: req.channel,
+        input: req.input,
+      },
+      extra,
+    );
+  } catch (err) {
+    // recordExecution checks the workflow before it writes anything.
+    if (!(err instanceof AppError) || (err.code !== 'WORKFLOW_NOT_ACTIVE' && err.code !== 'WORKFLOW_NOT_FOUND')) throw err;
+    error = workflowNotActive(fired.workflow_id);
+  }
+  const te = addFiring(tx, req, fired, pending?.executionId ?? null, error);
+  return { triggerExecutionId: te.id, workflowId: fired.workflow_id, pending, error };
+}
+
 /**
  * Records one firing of an active trigger with its workflow execution and starts that
  * execution. Throws 404 TRIGGER_NOT_FOUND / 409 TRIGGER_NOT_ACTIVE (nothing recorded) when
@@ -128,38 +179,14 @@ export async function fireTrigger(services: Services, req: FireTriggerRequest): 
     if (previous) throw new AppError(409, previous.errorCode ?? 'TRIGGER_EXECUTION_FAILED', previous.errorMessage ?? 'Trigger execution failed');
   }
 
-  try {
-    const { te, pending } = await em.transactional(async (tx) => {
-      const recorded = await recordFiring(tx, req);
-      const pending = await recordExecution(tx, {
-        organizationId: req.organizationId,
-        workflowId: recorded.workflowId,
-        triggerId: req.triggerId,
-        ...(req.customerId ? { customerId: req.customerId } : {}),
-        channel: req.channel,
-        input: req.input,
-      });
-      recorded.executionId = pending.executionId;
-      await tx.flush();
-      return { te: recorded, pending };
-    });
-    await dispatchExecution(services, pending);
-    return { triggerExecutionId: te.id, executionId: pending.executionId };
-  } catch (err) {
-    if (!(err instanceof AppError) || (err.code !== 'WORKFLOW_NOT_ACTIVE' && err.code !== 'WORKFLOW_NOT_FOUND')) throw err;
-    // The trigger fired but its workflow cannot run: record the firing as failed.
-    const failure = workflowNotActive(req.workflowId);
-    const te = await em.fork().transactional(async (tx) => {
-      const recorded = await recordFiring(tx as EntityManager, req, failure);
-      await tx.flush();
-      return recorded;
-    });
-    throw new AppError(failure.status, failure.code, failure.message.replace(req.workflowId, te.workflowId));
-  }
+  const recorded = await em.transactional((tx) => recordTriggerFiring(tx as EntityManager, req));
+  if (!recorded.pending) throw recorded.error ?? workflowNotActive(recorded.workflowId);
+  await dispatchExecution(services, recorded.pending);
+  return { triggerExecutionId: recorded.triggerExecutionId, executionId: recorded.pending.executionId };
 }
 
-/** Checks the trigger can fire, bumps its counters and adds the firing and its event to `tx`. */
-async function recordFiring(tx: EntityManager, req: FireTriggerRequest, failure?: AppError): Promise<TriggerExecution> {
+/** Checks the trigger can fire and bumps its counters, in one statement; throws (writing nothing) when it cannot. */
+async function bumpTrigger(tx: EntityManager, req: FireTriggerRequest): Promise<{ workflow_id: string; type: string; now: Date }> {
   const now = new Date();
   // One statement checks the trigger can fire and bumps its counters: concurrent firings never lose a count.
   const rows = (await tx.execute(
@@ -173,19 +200,31 @@ async function recordFiring(tx: EntityManager, req: FireTriggerRequest, failure?
     const exists = await tx.findOne(Trigger, { id: req.triggerId, organizationId: req.organizationId, deletedAt: null }, { fields: ['id'] });
     throw exists ? triggerNotActive(req.triggerId) : new AppError(404, 'TRIGGER_NOT_FOUND', 'Trigger not found');
   }
+  return { ...row, now };
+}
+
+/** Adds the firing (running, or failed with `failure`) and its `trigger.activated` event to `tx`. */
+function addFiring(
+  tx: EntityManager,
+  req: FireTriggerRequest,
+  fired: { workflow_id: string; type: string; now: Date },
+  executionId: string | null,
+  failure: AppError | null,
+): TriggerExecution {
+  const { now } = fired;
   const te = tx.create(TriggerExecution, {
     id: newId('triggerExecution'),
     organizationId: req.organizationId,
     triggerId: req.triggerId,
-    // The trigger's own workflow is the truth; a caller's copy may be stale.
-    workflowId: row.workflow_id,
+    workflowId: fired.workflow_id,
+    executionId,
     customerId: req.customerId ?? null,
     channel: req.channel,
     status: failure ? 'failed' : 'running',
     input: req.input,
     metadata: { user_agent: null, ...req.metadata, timestamp: now.toISOString() },
     errorCode: failure?.code ?? null,
-    errorMessage: failure?.message.replace(req.workflowId, row.workflow_id) ?? null,
+    errorMessage: failure?.message ?? null,
     sourceKey: req.sourceKey ?? null,
     triggeredAt: now,
     completedAt: failure ? now : null,
@@ -197,8 +236,8 @@ async function recordFiring(tx: EntityManager, req: FireTriggerRequest, failure?
     data: {
       trigger_id: req.triggerId,
       trigger_execution_id: te.id,
-      trigger_type: row.type,
-      workflow_id: row.workflow_id,
+      trigger_type: fired.type,
+      workflow_id: fired.workflow_id,
       channel: req.channel,
       customer_id: req.customerId ?? null,
       triggered_at: now.toISOString(),
