@@ -8,6 +8,7 @@ import { Migration20261122000300_executions } from './Migration20261122000300_ex
 import { Migration20261122000500_webhooks } from './Migration20261122000500_webhooks';
 import { Migration20261122000400_triggers } from './Migration20261122000400_triggers';
 import { Migration20261123000100_reply_waits } from './Migration20261123000100_reply_waits';
+import { Migration20261124000100_temporal_cancels } from './Migration20261124000100_temporal_cancels';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -16,4 +17,5 @@ export const migrationsList = [
   { name: 'Migration20261122000500_webhooks', class: Migration20261122000500_webhooks },
   { name: 'Migration20261122000400_triggers', class: Migration20261122000400_triggers },
   { name: 'Migration20261123000100_reply_waits', class: Migration20261123000100_reply_waits },
+  { name: 'Migration20261124000100_temporal_cancels', class: Migration20261124000100_temporal_cancels },
 ];

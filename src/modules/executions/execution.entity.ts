@@ -26,7 +26,8 @@ export class Execution {
     | 'messageId'
     | 'waitingNodeId'
     | 'waitingKey'
-    | 'temporalStartedAt';
+    | 'temporalStartedAt'
+    | 'temporalCancelledAt';
   id!: string;
   organizationId!: string;
   workflowId!: string;
@@ -50,6 +51,8 @@ export class Execution {
   /** The open wait (the prompt's dedupe key); the one reply that claims it records it as `reply_to_wait`. */
   waitingKey: string | null = null;
   temporalStartedAt: Date | null = null;
+  /** Set once Temporal took the cancel of this cancelled execution's run; null rows are re-sent by the reconciler. */
+  temporalCancelledAt: Date | null = null;
 }
 
 export const ExecutionSchema = new EntitySchema<Execution>({
@@ -76,6 +79,7 @@ export const ExecutionSchema = new EntitySchema<Execution>({
     waitingNodeId: { type: 'string', fieldName: 'waiting_node_id', nullable: true },
     waitingKey: { type: 'string', fieldName: 'waiting_key', nullable: true },
     temporalStartedAt: { type: 'Date', fieldName: 'temporal_started_at', nullable: true },
+    temporalCancelledAt: { type: 'Date', fieldName: 'temporal_cancelled_at', nullable: true },
   },
 });
 

@@ -1,17 +1,20 @@
 /**
- * Owns the worker's reconciler loop, the second half of the executions' dual write: every
+ * Owns the worker's reconciler loop, the second half of the executions' dual writes: every
  * EXECUTION_RECONCILE_INTERVAL_MS it starts committed executions whose Temporal start was
- * never confirmed and re-delivers inbound replies whose signal was never confirmed (both
- * older than EXECUTION_RECONCILE_GRACE_MS, so it does not race the API's own attempt).
+ * never confirmed, re-delivers inbound replies whose signal was never confirmed, and
+ * re-sends the Temporal cancel of cancelled executions whose cancel was never confirmed
+ * (all older than EXECUTION_RECONCILE_GRACE_MS, so it does not race the API's own attempt).
  */
 import type { Services } from '../../services';
+import { reconcileCancels } from './execution.canceller';
 import { reconcileExecutions } from './execution.starter';
 import { redeliverReplies } from './message.service';
 
 export async function reconcileOnce(services: Services, graceMs = services.config.EXECUTION_RECONCILE_GRACE_MS) {
   const started = await reconcileExecutions(services, { graceMs });
   const redelivered = await redeliverReplies(services, graceMs);
-  return { started, redelivered };
+  const cancelled = await reconcileCancels(services, { graceMs });
+  return { started, redelivered, cancelled };
 }
 
 /** Starts the loop; the returned function stops it and waits for the pass in progress. */
@@ -23,7 +26,9 @@ export function runExecutionReconciler(services: Services): () => Promise<void> 
     if (stopped) return;
     current = reconcileOnce(services)
       .then((r) => {
-        if (r.started + r.redelivered > 0) services.logger.info(r, 'reconciler started executions / re-delivered replies');
+        if (r.started + r.redelivered + r.cancelled > 0) {
+          services.logger.info(r, 'reconciler started executions / re-delivered replies / re-sent cancels');
+        }
       })
       .catch((err: unknown) => services.logger.warn({ err }, 'execution reconciler pass failed'))
       .finally(() => {

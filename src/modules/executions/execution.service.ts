@@ -4,14 +4,13 @@
  * another organization's execution is a 404.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { type Granularity, resolvePeriod, summarizeExecutions } from '../metrics/execution-metrics';
 import { AppError, conflict, notFound } from '../../http/errors';
 import { type Page, offsetOf } from '../../http/pagination';
 import type { Services } from '../../services';
 import { Workflow } from '../workflows/workflow.entity';
-import { executionWorkflowId } from '../../../temporal/executions.shared';
 import { Execution, ExecutionStep, type ExecutionStatus } from './execution.entity';
+import { sendTemporalCancel } from './execution.canceller';
 import { finishExecution } from './execution.recorder';
 import { startExecution } from './execution.starter';
 
@@ -124,7 +123,8 @@ export class ExecutionService {
 
   /**
    * Marks a running execution cancelled (the database is the record the API serves) and
-   * cancels its Temporal run, whose own completion then finds nothing left to do.
+   * cancels its Temporal run, whose own completion then finds nothing left to do. The cancel
+   * is stamped on the row once Temporal took it (see execution.canceller.ts).
    */
   async cancel(organizationId: string, workflowId: string, executionId: string): Promise<Execution> {
     const em = this.em();
@@ -133,13 +133,8 @@ export class ExecutionService {
       finishExecution(tx as EntityManager, e.id, { status: 'cancelled', output: { ...(e.output ?? {}), next_action: 'cancelled' } }),
     );
     if (!changed) throw conflict('EXECUTION_NOT_RUNNING', `Execution ${e.id} is not running`);
-    try {
-      await this.services.temporal.client.workflow.getHandle(executionWorkflowId(e.id)).cancel();
-    } catch (err) {
-      if (!(err instanceof WorkflowNotFoundError)) {
-        this.services.logger.warn({ err, executionId: e.id }, 'Temporal cancel failed; the run stops at its next step');
-      }
-    }
+    // A lost cancel leaves the row unstamped; the worker's reconciler re-sends it.
+    await sendTemporalCancel(this.services, e.id, em);
     return await this.get(organizationId, workflowId, executionId);
   }
 
