@@ -339,7 +339,8 @@ describe('triggers API', () => {
       expect(res.status).toBe(200);
       expect(res.body.data).toEqual({
         trigger_id: id,
-        period: { start_date: '2030-01-01T00:00:00.000Z', end_date: '2030-02-01T00:00:00.000Z' },
+        // A date-only end_date covers its whole day: the period ends at the next midnight.
+        period: { start_date: '2030-01-01T00:00:00.000Z', end_date: '2030-02-02T00:00:00.000Z' },
         metrics: {
           total_executions: 0,
           successful_executions: 0,

@@ -77,19 +77,10 @@ export const ExecutionListQuery = z
     ...paginationQuery,
     status: z.enum(EXECUTION_STATUSES).optional(),
     start_date: isoDateTime.optional().openapi({ description: 'Executions started at or after (ISO 8601)' }),
-    end_date: isoDateTime.optional().openapi({ description: 'Executions started before (ISO 8601)' }),
-  })
-  .superRefine((q, ctx) => {
-    if (q.start_date && q.end_date && Date.parse(q.end_date) <= Date.parse(q.start_date)) {
-      ctx.addIssue({ code: 'custom', path: ['end_date'], message: 'end_date must be after start_date' });
-    }
+    end_date: isoDateTime.optional().openapi({ description: 'Executions started before this time; a date-only value includes its whole day (UTC)' }),
   });
 
-export const MetricsQuery = z.strictObject(metricsQueryFields).superRefine((q, ctx) => {
-  if (q.start_date && q.end_date && Date.parse(q.end_date) <= Date.parse(q.start_date)) {
-    ctx.addIssue({ code: 'custom', path: ['end_date'], message: 'end_date must be after start_date' });
-  }
-});
+export const MetricsQuery = z.strictObject(metricsQueryFields);
 
 export const MetricsOut = z
   .object({

@@ -4,7 +4,7 @@
  * another organization's execution is a 404.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { type Granularity, resolvePeriod, summarizeExecutions } from '../metrics/execution-metrics';
+import { dateFilter, type Granularity, resolvePeriod, summarizeExecutions } from '../metrics/execution-metrics';
 import { AppError, conflict, notFound } from '../../http/errors';
 import { type Page, offsetOf } from '../../http/pagination';
 import type { Services } from '../../services';
@@ -77,10 +77,8 @@ export class ExecutionService {
     await this.requireWorkflow(em, organizationId, workflowId);
     const where: Record<string, unknown> = { organizationId, workflowId };
     if (filter.status) where.status = filter.status;
-    const started: Record<string, Date> = {};
-    if (filter.start_date) started.$gte = new Date(filter.start_date);
-    if (filter.end_date) started.$lt = new Date(filter.end_date);
-    if (Object.keys(started).length > 0) where.startedAt = started;
+    const { from, to } = dateFilter(filter.start_date, filter.end_date);
+    if (from || to) where.startedAt = { ...(from ? { $gte: from } : {}), ...(to ? { $lt: to } : {}) };
     const [items, total] = await em.findAndCount(Execution, where, {
       orderBy: { startedAt: 'desc', id: 'desc' },
       limit: page.limit,

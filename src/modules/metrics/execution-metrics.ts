@@ -1,6 +1,6 @@
 /**
- * Owns the metrics that workflows and triggers share: the reporting period (defaults and
- * INVALID_DATE_RANGE), the granularities, and the counters and time buckets computed
+ * Owns the metrics that workflows and triggers share, and the date filters of every list:
+ * the reporting period (defaults and INVALID_DATE_RANGE), the granularities, and the counters and time buckets computed
  * over a set of executions. Each caller describes its set as one SQL relation with the
  * columns `status`, `duration_ms`, `customer_id`, `channel` and `at` (the bucketing time).
  */
@@ -21,16 +21,24 @@ export const metricsQueryFields = {
   granularity: z.enum(GRANULARITIES).default('day'),
 };
 
-export const invalidDateRange = () => new AppError(400, 'INVALID_DATE_RANGE', 'end_date must be after start_date', { field: 'end_date' });
+const invalidDateRange = () => new AppError(400, 'INVALID_DATE_RANGE', 'end_date must be after start_date', { field: 'end_date' });
 
-/** Rejects an end not after the start when both are given. */
-export function assertDateRange(start?: string, end?: string): void {
-  if (start && end && Date.parse(end) <= Date.parse(start)) throw invalidDateRange();
+/**
+ * A date filter as a half-open interval [from, to). A date-only `end_date` covers its whole
+ * (UTC) day, so `start_date=end_date=2026-11-22` is that day; a timestamp is the exclusive
+ * end. An empty interval is 400 INVALID_DATE_RANGE.
+ */
+export function dateFilter(start?: string, end?: string): { from?: Date; to?: Date } {
+  const from = start === undefined ? undefined : new Date(start);
+  const to = end === undefined ? undefined : new Date(end);
+  if (to && /^\d{4}-\d{2}-\d{2}$/.test(end!)) to.setUTCDate(to.getUTCDate() + 1);
+  if (from && to && to <= from) throw invalidDateRange();
+  return { ...(from ? { from } : {}), ...(to ? { to } : {}) };
 }
 
 /** The period a metrics request covers: up to now, 30 days long, unless the client says otherwise. */
 export function resolvePeriod(start?: string, end?: string): { start: Date; end: Date } {
-  const to = end ? new Date(end) : new Date();
+  const to = dateFilter(start, end).to ?? new Date();
   const from = start ? new Date(start) : new Date(to.getTime() - DEFAULT_PERIOD_MS);
   if (to <= from) throw invalidDateRange();
   return { start: from, end: to };

@@ -14,7 +14,7 @@ import { parseInput } from '../../http/validation';
 import { z } from '../../http/zod';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
-import { assertDateRange, type Granularity, resolvePeriod, summarizeExecutions } from '../metrics/execution-metrics';
+import { dateFilter, type Granularity, resolvePeriod, summarizeExecutions } from '../metrics/execution-metrics';
 import { Workflow } from '../workflows/workflow.entity';
 import { Trigger, type TriggerStatus, type TriggerType } from './trigger.entity';
 import { deleteTriggerSchedule, syncTriggerSchedule } from './trigger-schedules';
@@ -88,16 +88,6 @@ const DERIVED = `
 export interface DateRange {
   start?: string;
   end?: string;
-}
-
-/** A date-only end includes its whole day. */
-function rangeBounds(range: DateRange): { from?: Date; to?: Date; toInclusive: boolean } {
-  const from = range.start ? new Date(range.start) : undefined;
-  if (!range.end) return { ...(from ? { from } : {}), toInclusive: true };
-  const dateOnly = /^\d{4}-\d{2}-\d{2}$/.test(range.end);
-  const to = new Date(range.end);
-  if (dateOnly) to.setUTCDate(to.getUTCDate() + 1);
-  return { ...(from ? { from } : {}), to, toInclusive: !dateOnly };
 }
 
 export class TriggerService {
@@ -221,7 +211,6 @@ export class TriggerService {
   }
 
   async listExecutions(organizationId: string, triggerId: string, filter: { status?: string } & DateRange, page: Page) {
-    assertDateRange(filter.start, filter.end);
     await this.get(organizationId, triggerId);
     const { clause, params } = executionFilter(organizationId, triggerId, filter);
     const statusClause = filter.status ? ' and status = ?' : '';
@@ -298,7 +287,7 @@ export class TriggerService {
 }
 
 function executionFilter(organizationId: string, triggerId: string, range: DateRange) {
-  const { from, to, toInclusive } = rangeBounds(range);
+  const { from, to } = dateFilter(range.start, range.end);
   let clause = 'te.organization_id = ? and te.trigger_id = ?';
   const params: unknown[] = [organizationId, triggerId];
   if (from) {
@@ -306,7 +295,7 @@ function executionFilter(organizationId: string, triggerId: string, range: DateR
     params.push(from);
   }
   if (to) {
-    clause += toInclusive ? ' and te.triggered_at <= ?' : ' and te.triggered_at < ?';
+    clause += ' and te.triggered_at < ?';
     params.push(to);
   }
   return { clause, params };

@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { type EntityManager, UniqueConstraintViolationException } from '@mikro-orm/postgresql';
-import { assertDateRange } from '../metrics/execution-metrics';
+import { dateFilter } from '../metrics/execution-metrics';
 import { AppError, conflict, notFound } from '../../http/errors';
 import { offsetOf, type Page } from '../../http/pagination';
 import { newId, randomBase62 } from '../../ids';
@@ -129,10 +129,8 @@ export class WebhookService {
     const where: Record<string, unknown> = { webhookId: id, organizationId };
     if (filter.status) where.status = filter.status;
     if (filter.event_id) where.eventId = filter.event_id;
-    assertDateRange(filter.start_date, filter.end_date);
-    const start = filter.start_date ? new Date(filter.start_date) : undefined;
-    const end = filter.end_date ? new Date(filter.end_date) : undefined;
-    if (start || end) where.deliveredAt = { ...(start ? { $gte: start } : {}), ...(end ? { $lte: end } : {}) };
+    const { from, to } = dateFilter(filter.start_date, filter.end_date);
+    if (from || to) where.deliveredAt = { ...(from ? { $gte: from } : {}), ...(to ? { $lt: to } : {}) };
     const [items, total] = await this.em.findAndCount(WebhookLog, where, {
       orderBy: { deliveredAt: 'desc', id: 'desc' },
       limit: page.limit,
