@@ -1,15 +1,17 @@
 /**
  * Proves the `/readyz` Temporal probe: true for a live server, false fast for a dead one,
- * and it follows a server that goes down and comes back on the same port and SQLite file.
+ * and the app's `/readyz` follows a server that goes down and comes back on the same port
+ * and SQLite file.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { createTemporalClient, isTemporalReachable } from '../../src/temporal-client';
+import { isTemporalReachable } from '../../src/temporal-client';
 import { findOrInstallTemporalCli } from '../../scripts/lib/temporal-cli';
 import { startTemporalDevServer } from '../../scripts/lib/temporal-dev-server';
 import type { DevServer } from '../../scripts/lib/temporal-dev-server';
+import { createTestApp } from '../helpers/app';
 import { connectTestClient } from '../helpers/temporal';
 import { freePort } from '../helpers/process';
 
@@ -58,25 +60,40 @@ describe('a dedicated dev server that stops and restarts', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  test('reachable while up, not while down, reachable again after restart', async () => {
+  test('/readyz: ok while up, 503 temporal unavailable while down, ok again after restart', async () => {
     const executable = await findOrInstallTemporalCli();
     if (!executable) throw new Error('temporal CLI unavailable: this test needs a local `temporal` binary');
     const opts = { executable, dbFile: path.join(dir, 'temporal.db'), port: await freePort(), namespace: 'default' };
 
     server = await startTemporalDevServer(opts);
-    const temporal = await createTemporalClient({ address: server.address, namespace: 'default' });
+    const app = await createTestApp({ TEMPORAL_ADDRESS: server.address });
+    const readyz = async () => (await app.request.get('/readyz')).body as { status: string; checks: Record<string, string> };
+    const readyzUntil = async (temporal: 'ok' | 'unavailable', timeoutMs: number) => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const body = await readyz();
+        if (body.checks.temporal === temporal || Date.now() > deadline) return body;
+        await sleep(200);
+      }
+    };
     try {
-      expect(await isTemporalReachable(temporal.connection)).toBe(true);
+      expect(await isTemporalReachable(app.services.temporal.connection)).toBe(true);
+      expect(await readyz()).toEqual({ status: 'ok', checks: { postgres: 'ok', redis: 'ok', temporal: 'ok' } });
 
       await server.stop();
       server = undefined;
-      expect(await waitFor(temporal.connection, false, 5_000)).toBe(false);
+      expect(await readyzUntil('unavailable', 5_000)).toEqual({
+        status: 'unavailable',
+        checks: { postgres: 'ok', redis: 'ok', temporal: 'unavailable' },
+      });
+      expect((await app.request.get('/readyz')).status).toBe(503);
 
       server = await startTemporalDevServer(opts);
       // The same connection recovers (capped reconnect backoff); no new client needed.
-      expect(await waitFor(temporal.connection, true)).toBe(true);
+      expect((await readyzUntil('ok', 15_000)).status).toBe('ok');
+      expect((await app.request.get('/readyz')).status).toBe(200);
     } finally {
-      await temporal.close();
+      await app.close();
     }
   });
 });
