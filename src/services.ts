@@ -10,7 +10,7 @@ import { Authenticator } from './http/auth';
 import { IdempotencyStore } from './http/idempotency';
 import { type LimitName, type LimitRule, limitRulesFromConfig, RateLimiter } from './http/rate-limit';
 import { createLogger, type Logger } from './logger';
-import { createTemporalClient, type TemporalClient } from './temporal-client';
+import { createLazyTemporalClient, createTemporalClient, type TemporalClient } from './temporal-client';
 
 export interface HttpMetrics {
   registry: Registry;
@@ -65,7 +65,13 @@ export async function createServices(config: Config, overrides: { logger?: Logge
   redis.on('error', () => {
     // Reported by the rate limiter and /readyz; ioredis reconnects by itself.
   });
-  const temporal = await createTemporalClient({ address: config.TEMPORAL_ADDRESS_EFFECTIVE, namespace: config.TEMPORAL_NAMESPACE });
+  const temporalOptions = { address: config.TEMPORAL_ADDRESS_EFFECTIVE, namespace: config.TEMPORAL_NAMESPACE };
+  // The API keeps serving while Temporal is away: execution starts are committed first and a
+  // worker's reconciler starts them later; /readyz says `temporal: unavailable` meanwhile.
+  const temporal = await createTemporalClient(temporalOptions).catch((err: unknown) => {
+    logger.warn({ err: (err as Error).message, address: temporalOptions.address }, 'Temporal unreachable at start; connecting lazily');
+    return createLazyTemporalClient(temporalOptions);
+  });
   return {
     config,
     logger,

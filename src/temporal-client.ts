@@ -17,17 +17,30 @@ export interface TemporalClient {
   close(): Promise<void>;
 }
 
-export async function createTemporalClient(opts: TemporalClientOptions): Promise<TemporalClient> {
-  const connection = await Connection.connect({
+function connectionOptions(opts: TemporalClientOptions) {
+  return {
     address: opts.address,
     // The SDK default is 10 s; a start that cannot reach Temporal should say so sooner.
     connectTimeout: opts.connectTimeoutMs ?? 5_000,
     // grpc-js backs reconnects off up to 120 s; capping it lets `/readyz` turn green again
     // within seconds of Temporal coming back instead of minutes.
     channelArgs: { 'grpc.max_reconnect_backoff_ms': 2_000, 'grpc.initial_reconnect_backoff_ms': 200 },
-  });
-  const client = new Client({ connection, namespace: opts.namespace });
-  return { client, connection, close: () => connection.close() };
+  };
+}
+
+const wrap = (connection: Connection, namespace: string): TemporalClient => ({
+  client: new Client({ connection, namespace }),
+  connection,
+  close: () => connection.close(),
+});
+
+export async function createTemporalClient(opts: TemporalClientOptions): Promise<TemporalClient> {
+  return wrap(await Connection.connect(connectionOptions(opts)), opts.namespace);
+}
+
+/** A client that connects on first use: for an API that must start while Temporal is away. */
+export function createLazyTemporalClient(opts: TemporalClientOptions): TemporalClient {
+  return wrap(Connection.lazy(connectionOptions(opts)), opts.namespace);
 }
 
 /**
