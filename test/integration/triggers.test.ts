@@ -350,7 +350,13 @@ describe('triggers API', () => {
           unique_customers: 0,
           channel_breakdown: {},
         },
-        daily_metrics: [],
+        // One bucket per week of the period (weeks start on Monday, UTC), zeros included.
+        daily_metrics: ['2029-12-31', '2030-01-07', '2030-01-14', '2030-01-21', '2030-01-28'].map((date) => ({
+          date,
+          executions: 0,
+          success_rate: 0,
+          average_duration_ms: 0,
+        })),
       });
       const gran = await t.request.get(`/v1/triggers/${id}/metrics?granularity=minute`).set(bearer(reader));
       expect(gran.status).toBe(422);

@@ -149,6 +149,7 @@ export class ExecutionService {
         params: range,
       },
       q.granularity,
+      { start, end },
     );
     const [messages] = await em.execute<Array<{ sent: number; received: number }>>(
       `select count(*) filter (where m.direction = 'outbound')::int as sent,

@@ -56,7 +56,16 @@ export const successRatio = (success: number, failed: number) =>
 const bucketLabel = (bucket: string, granularity: Granularity) =>
   granularity === 'hour' ? `${bucket.slice(0, 13)}:00:00Z` : bucket.slice(0, 10);
 
-export async function summarizeExecutions(em: EntityManager, rel: ExecutionRelation, granularity: Granularity) {
+/**
+ * Totals over the relation, and one bucket per `granularity` step of `period`, zeros
+ * included, so a chart of `daily_metrics` has no holes.
+ */
+export async function summarizeExecutions(
+  em: EntityManager,
+  rel: ExecutionRelation,
+  granularity: Granularity,
+  period: { start: Date; end: Date },
+) {
   const from = `(${rel.sql}) x`;
   const counters = `count(*)::int as total,
          count(*) filter (where status = 'success')::int as success,
@@ -71,11 +80,21 @@ export async function summarizeExecutions(em: EntityManager, rel: ExecutionRelat
     `select channel, count(*)::int as n from ${from} group by channel order by channel`,
     rel.params,
   );
-  // `granularity` is one of GRANULARITIES (validated), never client text.
+  // `granularity` is one of GRANULARITIES (validated), never client text. The period is
+  // half-open, so its last bucket is the one holding the instant just before its end.
+  const unit = `date_trunc('${granularity}', %s at time zone 'UTC')`;
   const buckets = await em.execute<Array<Counters & { bucket: string }>>(
-    `select to_char(date_trunc('${granularity}', at at time zone 'UTC'), 'YYYY-MM-DD"T"HH24:MI:SS') as bucket, ${counters}
-       from ${from} group by 1 order by 1`,
-    rel.params,
+    `with x as (${rel.sql}),
+          b as (select generate_series(${unit.replace('%s', '?::timestamptz')}, ${unit.replace('%s', "(?::timestamptz - interval '1 microsecond')")},
+                                       interval '1 ${granularity}') as bucket)
+     select to_char(b.bucket, 'YYYY-MM-DD"T"HH24:MI:SS') as bucket,
+            count(x.status)::int as total,
+            count(*) filter (where x.status = 'success')::int as success,
+            count(*) filter (where x.status = 'failed')::int as failed,
+            coalesce(round(avg(x.duration_ms) filter (where x.status in ('success', 'failed'))), 0)::int as avg_ms
+       from b left join x on ${unit.replace('%s', 'x.at')} = b.bucket
+      group by b.bucket order by b.bucket`,
+    [...rel.params, period.start, period.end],
   );
   const t = totals ?? { total: 0, success: 0, failed: 0, avg_ms: 0, customers: 0 };
   return {

@@ -249,6 +249,7 @@ export class TriggerService {
         params: [organizationId, triggerId, start, end],
       },
       q.granularity,
+      { start, end },
     );
     return { trigger_id: triggerId, period: { start_date: start.toISOString(), end_date: end.toISOString() }, ...summary };
   }
