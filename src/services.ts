@@ -37,6 +37,28 @@ export function createRedis(url: string): Redis {
   return new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 1000, enableAutoPipelining: true });
 }
 
+/** How long start-up waits for Redis before serving with the in-memory rate-limit fallback. */
+const REDIS_READY_WAIT_MS = 2000;
+
+/**
+ * Without an offline queue, commands fail until the connection is up; waiting for it here
+ * keeps the first requests from counting their limits in memory and /readyz from
+ * reporting Redis missing. Redis being down does not stop the start.
+ */
+function redisReady(redis: Redis, timeoutMs: number): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, timeoutMs);
+    timer.unref();
+    redis.once('ready', done);
+    function done() {
+      clearTimeout(timer);
+      redis.off('ready', done);
+      resolve();
+    }
+  });
+}
+
 function createMetrics(): HttpMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -65,6 +87,7 @@ export async function createServices(config: Config, overrides: { logger?: Logge
   redis.on('error', () => {
     // Reported by the rate limiter and /readyz; ioredis reconnects by itself.
   });
+  await redisReady(redis, REDIS_READY_WAIT_MS);
   const temporalOptions = { address: config.TEMPORAL_ADDRESS_EFFECTIVE, namespace: config.TEMPORAL_NAMESPACE };
   // The API keeps serving while Temporal is away: execution starts are committed first and a
   // worker's reconciler starts them later; /readyz says `temporal: unavailable` meanwhile.
