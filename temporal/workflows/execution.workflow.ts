@@ -21,7 +21,6 @@ import {
   CancellationScope,
   condition,
   isCancellation,
-  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -136,7 +135,7 @@ export async function executionWorkflow(input: ExecutionWorkflowInput): Promise<
         await nodeActs.sendFormPrompt({ ctx, nodeId: node.id, field: field.name, attempt, text: prompt });
         progress.waitingForInput = true;
         let got = await condition(() => replies.length > 0, timeoutMs);
-        if (!got && patched('form-wait-claims')) {
+        if (!got) {
           // The reply may have claimed the wait in PostgreSQL with its signal still on the way.
           const late = await nodeActs.closeFormWait({ ctx, nodeId: node.id, field: field.name, attempt });
           if (late.reply && !seenReplies.has(late.reply.messageId)) {
