@@ -51,6 +51,8 @@ const envSchema = z.object({
   /** PEM file of extra CAs trusted for webhook targets (beside the system roots): test receivers, private PKI. */
   WEBHOOK_EXTRA_CA_FILE: z.string().min(1).optional(),
   /** How often the event dispatcher polls the outbox when no NOTIFY woke it. */
+  /** Dispatched events older than this are deleted (hourly); redelivery needs the event. */
+  EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   WEBHOOK_DISPATCH_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** How long an authenticated API key stays cached in-process; bounds how late a revocation bites. */

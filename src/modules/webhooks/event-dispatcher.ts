@@ -14,6 +14,8 @@ import type { Services } from '../../services';
 import { SearchAttributeKeys } from '../../../temporal/shared';
 import { deliveryWorkflowId, type WebhookDeliveryInput } from '../../../temporal/webhooks.shared';
 
+const PURGE_INTERVAL_MS = 3_600_000;
+
 export const EVENTS_CHANNEL = 'wfa_events';
 /** The workflow type name (the dispatcher must not import workflow code). */
 const DELIVERY_WORKFLOW = 'webhookDeliveryWorkflow';
@@ -159,8 +161,24 @@ export class EventDispatcher {
     this.wakePending = false;
   }
 
+  /** Deletes dispatched events past EVENT_RETENTION_DAYS; returns how many. */
+  async purgeDispatched(): Promise<number> {
+    const rows = await this.services.orm.em
+      .fork()
+      .getConnection()
+      .execute(`delete from events where dispatched_at < now() - (? * interval '1 day') returning id`, [
+        this.services.config.EVENT_RETENTION_DAYS,
+      ]);
+    return rows.length;
+  }
+
   private async loop(): Promise<void> {
+    let lastPurge = 0;
     while (!this.stopped) {
+      if (Date.now() - lastPurge > PURGE_INTERVAL_MS) {
+        lastPurge = Date.now();
+        await this.purgeDispatched().catch((err: unknown) => this.services.logger.warn({ err }, 'could not purge old events'));
+      }
       let n = 0;
       try {
         n = await this.dispatchOnce();
