@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import { findOrInstallTemporalCli } from '../scripts/lib/temporal-cli';
 import { ensureSearchAttributes, startTemporalDevServer } from '../scripts/lib/temporal-dev-server';
-import { createTemporalClient, isTemporalReachable } from '../src/temporal-client';
+import { temporalAnswersAt } from '../src/temporal-client';
 import { dropDatabase, ensureDatabase } from '../src/db/orm';
 
 export const log = (msg: string) => process.stdout.write(`${msg}\n`);
@@ -21,20 +21,9 @@ export async function benchDatabase(): Promise<{ url: string; drop(): Promise<vo
   return { url, drop: () => dropDatabase(url) };
 }
 
-async function reachable(address: string): Promise<boolean> {
-  try {
-    const h = await createTemporalClient({ address, namespace: 'default', connectTimeoutMs: 1500 });
-    const ok = await isTemporalReachable(h.connection);
-    await h.close();
-    return ok;
-  } catch {
-    return false;
-  }
-}
-
 export async function benchTemporal(): Promise<{ address: string; stop(): Promise<void> }> {
   const configured = process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
-  if (await reachable(configured)) {
+  if (await temporalAnswersAt(configured)) {
     await ensureSearchAttributes(configured, 'default');
     return { address: configured, stop: async () => undefined };
   }

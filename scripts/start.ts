@@ -14,24 +14,13 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { ConfigError, loadConfig } from '../src/config';
-import { createTemporalClient, isTemporalReachable } from '../src/temporal-client';
+import { temporalAnswersAt } from '../src/temporal-client';
 import { searchAttributeCliArgs } from '../temporal/shared';
 import { findOrInstallTemporalCli } from './lib/temporal-cli';
 import { ensureSearchAttributes, startTemporalDevServer } from './lib/temporal-dev-server';
 
 const log = (msg: string) => process.stdout.write(`[start] ${msg}\n`);
 const DEV_SERVER_PORT = 7233;
-
-async function reachable(address: string): Promise<boolean> {
-  try {
-    const handle = await createTemporalClient({ address, namespace: 'default', connectTimeoutMs: 1500 });
-    const ok = await isTemporalReachable(handle.connection);
-    await handle.close();
-    return ok;
-  } catch {
-    return false;
-  }
-}
 
 /** Returns the address of a Temporal server to use and how to stop it (if we started it). */
 interface LocalTemporal {
@@ -43,7 +32,7 @@ interface LocalTemporal {
 
 async function ensureTemporal(uiPort: number, namespace: string): Promise<LocalTemporal> {
   const address = `127.0.0.1:${DEV_SERVER_PORT}`;
-  if (await reachable(address)) {
+  if (await temporalAnswersAt(address)) {
     log(`reusing the Temporal server already answering at ${address}`);
     return { address, stop: async () => undefined };
   }

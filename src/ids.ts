@@ -31,8 +31,6 @@ export const ID_PREFIX = {
   message: 'msg',
   knowledgeBase: 'kb',
   article: 'art',
-  report: 'rpt',
-  export: 'exp',
 } as const;
 
 export function newId(kind: keyof typeof ID_PREFIX): string {

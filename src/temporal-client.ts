@@ -55,3 +55,15 @@ export async function isTemporalReachable(connection: Connection, timeoutMs = 1_
     return false;
   }
 }
+
+/** Whether a Temporal server answers at `address` right now: connect, probe, close; never throws. */
+export async function temporalAnswersAt(address: string): Promise<boolean> {
+  try {
+    const probe = await createTemporalClient({ address, namespace: 'default', connectTimeoutMs: 1500 });
+    const ok = await isTemporalReachable(probe.connection);
+    await probe.close();
+    return ok;
+  } catch {
+    return false;
+  }
+}

@@ -15,8 +15,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { reconcileOnce } from '../../src/modules/executions/execution.reconciler';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
-import { freePort, spawnProcess, type SpawnedProcess } from '../helpers/process';
-import { temporalAddress } from '../helpers/temporal';
+import { freePort, type SpawnedProcess, spawnService } from '../helpers/process';
 import { createActiveWorkflow, waitFor, waitForExecution } from './helpers';
 
 jest.setTimeout(180_000);
@@ -26,19 +25,13 @@ describe('crash safety of executions', () => {
   let key: string;
   const children: SpawnedProcess[] = [];
 
-  const env = (extra: Record<string, string> = {}) => ({
-    DATABASE_URL: t.databaseUrl,
-    TEMPORAL_ADDRESS: temporalAddress(),
-    TEMPORAL_TASK_QUEUE: t.config.TEMPORAL_TASK_QUEUE,
-    REDIS_KEY_PREFIX: t.config.REDIS_KEY_PREFIX,
-    LOG_LEVEL: 'info',
-    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-    EXECUTION_RECONCILE_INTERVAL_MS: '200',
-    EXECUTION_RECONCILE_GRACE_MS: '0',
-    ...extra,
-  });
   const spawnMain = (role: 'api' | 'worker', extra: Record<string, string> = {}) => {
-    const p = spawnProcess('npx', ['tsx', 'src/main.ts', role], { env: env(extra) });
+    const p = spawnService(role, t, {
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      EXECUTION_RECONCILE_INTERVAL_MS: '200',
+      EXECUTION_RECONCILE_GRACE_MS: '0',
+      ...extra,
+    });
     children.push(p);
     return p;
   };

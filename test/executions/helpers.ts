@@ -1,23 +1,8 @@
-/** Shared pieces of the executions tests: workflow factories and bounded polling. */
+/** Shared pieces of the executions tests: workflow factories and waiting for executions. */
 import { bearer, type TestApp } from '../helpers/app';
+import { waitFor } from '../helpers/wait';
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls `fn` until it returns a value that is not undefined (bounded; never a fixed sleep). */
-export async function waitFor<T>(fn: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(100);
-  }
-}
+export { waitFor } from '../helpers/wait';
 
 export async function createActiveWorkflow(t: TestApp, key: string, body: Record<string, unknown>): Promise<string> {
   const created = await t.request.post('/v1/workflows').set(bearer(key)).send(body);

@@ -7,6 +7,8 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
+import type { TestApp } from './app';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -161,5 +163,28 @@ export async function freePort(): Promise<number> {
       const { port } = server.address() as net.AddressInfo;
       server.close(() => resolve(port));
     });
+  });
+}
+
+/** Where a spawned service finds the test app's database, Redis keys and Temporal queue. */
+export function serviceEnv(t: TestApp, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    DATABASE_URL: t.databaseUrl,
+    REDIS_KEY_PREFIX: t.config.REDIS_KEY_PREFIX,
+    TEMPORAL_ADDRESS: t.config.TEMPORAL_ADDRESS_EFFECTIVE,
+    TEMPORAL_TASK_QUEUE: t.config.TEMPORAL_TASK_QUEUE,
+    LOG_LEVEL: 'info',
+    ...extra,
+  };
+}
+
+/**
+ * Runs `src/main.ts <role>` the way `npm start` does (node with tsx's loader, no tsx CLI
+ * wrapper relaying signals), configured like the test app `t` plus `extra`.
+ */
+export function spawnService(role: 'api' | 'worker' | 'all', t: TestApp, extra: Record<string, string> = {}): SpawnedProcess {
+  return spawnProcess(process.execPath, ['--require', 'tsx/cjs', 'src/main.ts', role], {
+    cwd: path.resolve(__dirname, '..', '..'),
+    env: serviceEnv(t, extra),
   });
 }

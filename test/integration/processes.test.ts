@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
-import { spawnProcess } from '../helpers/process';
+import { serviceEnv, spawnProcess, spawnService } from '../helpers/process';
 
 const root = path.resolve(__dirname, '..', '..');
 const tsx = path.join(root, 'node_modules', '.bin', 'tsx');
@@ -13,20 +13,16 @@ describe('processes: CLI and service start-up', () => {
   });
   afterAll(() => t.close());
 
-  const env = () => ({
-    DATABASE_URL: t.databaseUrl,
-    REDIS_KEY_PREFIX: t.config.REDIS_KEY_PREFIX,
-    TEMPORAL_ADDRESS: t.config.TEMPORAL_ADDRESS_EFFECTIVE,
-    TEMPORAL_TASK_QUEUE: t.config.TEMPORAL_TASK_QUEUE,
-    LOG_LEVEL: 'info',
-  });
+  /** `npm run cli -- api-keys create --org <org> --name <name> --permission <permission>` */
+  const createKeyWithCli = (org: string, name: string, permission: string) =>
+    spawnProcess(tsx, ['scripts/cli.ts', 'api-keys', 'create', '--org', org, '--name', name, '--permission', permission], {
+      cwd: root,
+      env: serviceEnv(t),
+    });
 
   it('creates an organization and an admin key from the CLI, printing the key alone on the last line', async () => {
     const org = `cli-org-${Date.now()}`;
-    const cli = spawnProcess(tsx, ['scripts/cli.ts', 'api-keys', 'create', '--org', org, '--name', 'bootstrap', '--permission', 'admin'], {
-      cwd: root,
-      env: env(),
-    });
+    const cli = createKeyWithCli(org, 'bootstrap', 'admin');
     const { code } = await cli.exited;
     expect(code).toBe(0);
     const key = cli.lines.filter((l) => l.trim() !== '').at(-1);
@@ -37,20 +33,14 @@ describe('processes: CLI and service start-up', () => {
     const orgs = await t.query<{ id: string }>('select id from organizations where name = ?', [org]);
     expect(me.body.data.organization_id).toBe(orgs[0]!.id);
 
-    const again = spawnProcess(tsx, ['scripts/cli.ts', 'api-keys', 'create', '--org', org, '--name', 'second', '--permission', 'read'], {
-      cwd: root,
-      env: env(),
-    });
+    const again = createKeyWithCli(org, 'second', 'read');
     expect((await again.exited).code).toBe(0);
     expect(await t.query('select id from organizations where name = ?', [org])).toHaveLength(1);
   });
 
   it('refuses bad CLI arguments with a usage message and no key', async () => {
     const before = await t.query('select id from api_keys');
-    const cli = spawnProcess(tsx, ['scripts/cli.ts', 'api-keys', 'create', '--org', 'x', '--name', 'y', '--permission', 'root'], {
-      cwd: root,
-      env: env(),
-    });
+    const cli = createKeyWithCli('x', 'y', 'root');
     expect((await cli.exited).code).toBe(2);
     expect(cli.lines.join('\n')).toMatch(/permission/);
     expect(cli.lines.join('\n')).toMatch(/usage:/);
@@ -58,14 +48,13 @@ describe('processes: CLI and service start-up', () => {
   });
 
   it('refuses to start with an invalid configuration, naming the variable', async () => {
-    const proc = spawnProcess(process.execPath, ['--require', 'tsx/cjs', 'src/main.ts', 'api'], { cwd: root, env: { ...env(), PORT: 'eighty' } });
+    const proc = spawnService('api', t, { PORT: 'eighty' });
     expect((await proc.exited).code).toBe(1);
     expect(proc.lines.join('\n')).toMatch(/PORT/);
   });
 
   it('runs API and worker in one process, serves readiness, and drains on SIGTERM', async () => {
-    // As `npm start` runs it: node with tsx's loader, no tsx CLI wrapper relaying signals.
-    const proc = spawnProcess(process.execPath, ['--require', 'tsx/cjs', 'src/main.ts', 'all'], { cwd: root, env: { ...env(), PORT: '0' } });
+    const proc = spawnService('all', t, { PORT: '0' });
     try {
       const [, port] = await proc.waitForLine(/API listening on http:\/\/localhost:(\d+)/, 60_000);
       await proc.waitForLine(/worker running/, 60_000);

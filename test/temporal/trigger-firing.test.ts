@@ -10,19 +10,11 @@ import { createTriggerActivities } from '../../temporal/activities/triggers.acti
 import { triggerScheduleId } from '../../temporal/triggers.shared';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { findMatchingMessageTriggers } from '../../src/modules/triggers/trigger-firing';
+import { waitFor } from '../helpers/wait';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { startTestWorker, type TestWorker } from '../helpers/temporal';
 
 const sign = (secret: string, body: string) => createHmac('sha256', secret).update(body).digest('hex');
-
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined | null | false>, attempts = 150): Promise<T> {
-  for (let i = 0; i < attempts; i++) {
-    const v = await fn();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 describe('trigger firing', () => {
   let t: TestApp;
@@ -61,10 +53,10 @@ describe('trigger firing', () => {
     return res.body.data as { id: string; configuration: Record<string, any>; execution_count: number };
   };
   const finished = (triggerId: string, teId: string) =>
-    waitFor(`trigger execution ${teId} to finish`, async () => {
+    waitFor(async () => {
       const res = await t.request.get(`/v1/triggers/${triggerId}/executions/${teId}`).set(bearer(reader));
       return res.body.data?.status !== 'running' && res.body.data;
-    });
+    }, `trigger execution ${teId} to finish`);
 
   describe('webhook triggers', () => {
     let hook: { id: string; configuration: Record<string, any> };
@@ -265,10 +257,10 @@ describe('trigger firing', () => {
 
       // The real cron would fire hours from now: fire it now.
       await handle.trigger();
-      const row = await waitFor('the scheduled firing', async () => {
+      const row = await waitFor(async () => {
         const list = await t.request.get(`/v1/triggers/${sched.id}/executions`).set(bearer(reader));
         return list.body.data[0];
-      });
+      }, 'the scheduled firing');
       expect(row.output.workflow_execution_id).toMatch(/^exec_/);
       const detail = await finished(sched.id, row.id);
       expect(detail).toMatchObject({ status: 'success', input: { metadata: { source: 'schedule' } }, output: { workflow_status: 'success' } });

@@ -4,8 +4,9 @@
  * event id, as the next attempt. The killed attempt never ended, so it has no log row.
  */
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
-import { eventually, startHttpsReceiver, type HttpsReceiver } from '../helpers/https-receiver';
-import { spawnProcess, type SpawnedProcess } from '../helpers/process';
+import { startHttpsReceiver, type HttpsReceiver } from '../helpers/https-receiver';
+import { waitFor } from '../helpers/wait';
+import { type SpawnedProcess, spawnService } from '../helpers/process';
 import { recordEvent } from '../../src/modules/events/outbox';
 import type { EntityManager } from '@mikro-orm/postgresql';
 
@@ -24,19 +25,12 @@ afterAll(async () => {
 });
 
 function startWorkerProcess(): SpawnedProcess {
-  const proc = spawnProcess('npx', ['tsx', 'src/main.ts', 'worker'], {
-    env: {
-      DATABASE_URL: t.databaseUrl,
-      DATABASE_POOL_MAX: '3',
-      REDIS_KEY_PREFIX: t.config.REDIS_KEY_PREFIX,
-      TEMPORAL_ADDRESS: t.config.TEMPORAL_ADDRESS_EFFECTIVE,
-      TEMPORAL_TASK_QUEUE: t.config.TEMPORAL_TASK_QUEUE,
-      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-      WEBHOOK_EXTRA_CA_FILE: receiver.caFile,
-      WEBHOOK_TIMEOUT_MS: '2000',
-      WEBHOOK_DISPATCH_POLL_MS: '250',
-      LOG_LEVEL: 'info',
-    },
+  const proc = spawnService('worker', t, {
+    DATABASE_POOL_MAX: '3',
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    WEBHOOK_EXTRA_CA_FILE: receiver.caFile,
+    WEBHOOK_TIMEOUT_MS: '2000',
+    WEBHOOK_DISPATCH_POLL_MS: '250',
   });
   workers.push(proc);
   return proc;
@@ -70,7 +64,7 @@ test('a worker SIGKILLed mid-delivery and restarted still delivers the event, sa
   expect(reqs[1]!.headers['x-service-delivery-attempt']).toBe('2');
   expect(JSON.parse(reqs[1]!.body).metadata.retry_count).toBe(1);
 
-  const logs = await eventually(async () => {
+  const logs = await waitFor(async () => {
     const res = await t.request.get(`/v1/webhooks/${hookId}/logs`).set(auth);
     return res.body.data.length >= 1 ? res.body.data : undefined;
   });

@@ -3,7 +3,7 @@
  * dispatcher: outbox row → delivery workflow → signed POST → log row, and the retry rules
  * of DESIGN "Which answers count".
  */
-import { eventually } from '../helpers/https-receiver';
+import { waitFor } from '../helpers/wait';
 import { hexSignature, startWebhookKit, verifyStandardWebhook, type WebhookKit } from '../helpers/webhooks';
 import { deliveryWorkflowId } from '../../temporal/webhooks.shared';
 
@@ -42,7 +42,7 @@ test('an event is delivered once, signed, with the spec payload, and logged as a
   expect(verifyStandardWebhook(hook.secret, req!)).toBe(true);
   expect(verifyStandardWebhook('another-secret-value', req!)).toBe(false);
 
-  const logs = await eventually(async () => {
+  const logs = await waitFor(async () => {
     const l = await kit.logs(auth, hook.id);
     return l.length === 1 ? l : undefined;
   });
@@ -51,7 +51,7 @@ test('an event is delivered once, signed, with the spec payload, and logged as a
   const [row] = await kit.t.query<{ dispatched_at: Date | null }>('select dispatched_at from events where id = ?', [eventId]);
   expect(row!.dispatched_at).not.toBeNull();
   await kit.emit(orgId, 'message.sent', { message_id: 'msg_1' });
-  await eventually(async () => (await kit.t.query('select 1 from events where dispatched_at is null and organization_id = ?', [orgId])).length === 0);
+  await waitFor(async () => (await kit.t.query('select 1 from events where dispatched_at is null and organization_id = ?', [orgId])).length === 0);
   expect(kit.receiver.requestsTo('/signed')).toHaveLength(1);
 });
 
@@ -62,7 +62,7 @@ test('503, 503, 200: exactly three attempts, growing gaps, retry_count 0,1,2, on
   const hook = await kit.createHook(auth, '/flaky', { retry_policy: { max_retries: 3, retry_delay_ms: 1000 } });
   const eventId = await kit.emit(orgId, 'workflow.completed');
   const reqs = await kit.receiver.waitFor('/flaky', 3);
-  await eventually(async () => (await workflowStatus(eventId, hook.id)) === 'COMPLETED');
+  await waitFor(async () => (await workflowStatus(eventId, hook.id)) === 'COMPLETED');
   expect(kit.receiver.requestsTo('/flaky')).toHaveLength(3);
   const bodies = reqs.map((r) => JSON.parse(r.body));
   expect(bodies.map((b) => b.metadata.retry_count)).toEqual([0, 1, 2]);
@@ -87,7 +87,7 @@ test('404 is final: exactly one attempt', async () => {
   kit.script('/missing', () => ({ status: 404 }));
   const hook = await kit.createHook(auth, '/missing', { retry_policy: { max_retries: 5, retry_delay_ms: 100 } });
   const eventId = await kit.emit(orgId, 'workflow.completed');
-  await eventually(async () => (await workflowStatus(eventId, hook.id)) === 'FAILED');
+  await waitFor(async () => (await workflowStatus(eventId, hook.id)) === 'FAILED');
   expect(kit.receiver.requestsTo('/missing')).toHaveLength(1);
   const logs = await kit.logs(auth, hook.id);
   expect(logs.map((l) => [l.attempt, l.status, l.response_code])).toEqual([[1, 'failed', 404]]);
@@ -98,11 +98,11 @@ test('410 is final and deactivates the webhook; later events are not sent to it'
   kit.script('/gone', () => ({ status: 410 }));
   const hook = await kit.createHook(auth, '/gone');
   const eventId = await kit.emit(orgId, 'workflow.completed');
-  await eventually(async () => (await workflowStatus(eventId, hook.id)) === 'FAILED');
+  await waitFor(async () => (await workflowStatus(eventId, hook.id)) === 'FAILED');
   const got = await kit.t.request.get(`/v1/webhooks/${hook.id}`).set(auth);
   expect(got.body.data.active).toBe(false);
   const second = await kit.emit(orgId, 'workflow.completed');
-  await eventually(async () => (await kit.t.query('select 1 from events where id = ? and dispatched_at is not null', [second])).length === 1);
+  await waitFor(async () => (await kit.t.query('select 1 from events where id = ? and dispatched_at is not null', [second])).length === 1);
   expect(kit.receiver.requestsTo('/gone')).toHaveLength(1);
   // Re-enabled through update, it receives events again.
   kit.script('/gone', () => ({ status: 200 }));
@@ -126,7 +126,7 @@ test('a redirect is not followed; it counts as a failed attempt and is retried',
   kit.script('/moved', () => ({ status: 302, headers: { location: kit.receiver.url('/moved-target') } }));
   const hook = await kit.createHook(auth, '/moved', { retry_policy: { max_retries: 1, retry_delay_ms: 100 } });
   const eventId = await kit.emit(orgId, 'workflow.completed');
-  await eventually(async () => (await workflowStatus(eventId, hook.id)) === 'FAILED');
+  await waitFor(async () => (await workflowStatus(eventId, hook.id)) === 'FAILED');
   expect(kit.receiver.requestsTo('/moved')).toHaveLength(2);
   expect(kit.receiver.requestsTo('/moved-target')).toHaveLength(0);
   const logs = await kit.logs(auth, hook.id);
@@ -143,7 +143,7 @@ test('a receiver that never answers is timed out (response_code 0) and retried',
   const eventId = await kit.emit(orgId, 'workflow.completed');
   const reqs = await kit.receiver.waitFor('/silent', 2);
   expect(reqs.map((r) => r.headers['x-service-event-id'])).toEqual([eventId, eventId]);
-  const logs = await eventually(async () => {
+  const logs = await waitFor(async () => {
     const l = await kit.logs(auth, hook.id);
     return l.length === 2 ? l : undefined;
   });
@@ -163,7 +163,7 @@ test('three subscribers of which one keeps failing: the other two are delivered 
   await kit.receiver.waitFor('/sub-a', 1);
   await kit.receiver.waitFor('/sub-b', 1);
   for (const h of [good1, good2]) {
-    const logs = await eventually(async () => {
+    const logs = await waitFor(async () => {
       const l = await kit.logs(auth, h.id);
       return l.length === 1 ? l : undefined;
     });
@@ -180,7 +180,7 @@ test('redeliver sends the same event again as the next attempt', async () => {
   const hook = await kit.createHook(auth, '/again');
   const eventId = await kit.emit(orgId, 'workflow.completed');
   await kit.receiver.waitFor('/again', 1);
-  const [log] = await eventually(async () => {
+  const [log] = await waitFor(async () => {
     const l = await kit.logs(auth, hook.id);
     return l.length === 1 ? l : undefined;
   });
@@ -191,7 +191,7 @@ test('redeliver sends the same event again as the next attempt', async () => {
   expect(reqs[1]!.headers['x-service-event-id']).toBe(eventId);
   expect(reqs[1]!.headers['x-service-delivery-attempt']).toBe('2');
   expect(JSON.parse(reqs[1]!.body).metadata.retry_count).toBe(1);
-  const logs = await eventually(async () => {
+  const logs = await waitFor(async () => {
     const l = await kit.logs(auth, hook.id);
     return l.length === 2 ? l : undefined;
   });

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { deliveryWorkflowId } from '../../temporal/webhooks.shared';
-import { eventually } from '../helpers/https-receiver';
+import { waitFor } from '../helpers/wait';
 import { startWebhookKit, type WebhookKit } from '../helpers/webhooks';
 
 let kit: WebhookKit;
@@ -50,7 +50,7 @@ test('a name that resolves to 127.0.0.1 at send time is refused at connect time,
   );
   const eventId = await kit.emit(orgId, 'workflow.completed');
   const handle = kit.t.services.temporal.client.workflow.getHandle(deliveryWorkflowId(eventId, hookId));
-  await eventually(async () => (await handle.describe()).status.name === 'FAILED');
+  await waitFor(async () => (await handle.describe()).status.name === 'FAILED');
   const logs = (await kit.t.request.get(`/v1/webhooks/${hookId}/logs`).set(auth)).body.data;
   expect(logs).toHaveLength(1);
   expect(logs[0]).toMatchObject({ attempt: 1, status: 'failed', response_code: 0 });

@@ -3,7 +3,8 @@
  * `knowledge_base` names a knowledge base by id. Names are unique per organization
  * (409 KNOWLEDGE_BASE_ALREADY_EXISTS); deleting a knowledge base removes its articles.
  */
-import { type EntityManager, UniqueConstraintViolationException } from '@mikro-orm/postgresql';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { flushOrConflict } from '../../db/flush';
 import { conflict, notFound } from '../../http/errors';
 import { MessageOut } from '../../http/openapi';
 import { offsetOf, paginate, PaginationOut, paginationQuery } from '../../http/pagination';
@@ -76,14 +77,6 @@ export function knowledgeBaseRoutes(services: Services): AnyRoute[] {
     if (!a) throw notFound('ARTICLE_NOT_FOUND', 'Article');
     return a;
   };
-  const flushUnique = async (e: EntityManager, n: string) => {
-    try {
-      await e.flush();
-    } catch (err) {
-      if (err instanceof UniqueConstraintViolationException) throw nameTaken(n);
-      throw err;
-    }
-  };
   const one = async (e: EntityManager, kb: KnowledgeBase) => ({ data: toKbOut(kb, (await counts(e, [kb.id])).get(kb.id) ?? 0) });
 
   return [
@@ -128,7 +121,7 @@ export function knowledgeBaseRoutes(services: Services): AnyRoute[] {
           name: body.name,
           description: body.description ?? '',
         });
-        await flushUnique(e, body.name);
+        await flushOrConflict(e, () => nameTaken(body.name));
         return { data: toKbOut(kb, 0) };
       },
     }),
@@ -166,7 +159,7 @@ export function knowledgeBaseRoutes(services: Services): AnyRoute[] {
         if (body.name !== undefined) kb.name = body.name;
         if (body.description !== undefined) kb.description = body.description;
         kb.updatedAt = new Date();
-        await flushUnique(e, kb.name);
+        await flushOrConflict(e, () => nameTaken(kb.name));
         return one(e, kb);
       },
     }),

@@ -7,11 +7,12 @@
  * trigger, so the two never disagree after a failed call.
  */
 import { randomBytes } from 'node:crypto';
-import { type EntityManager, LockMode, UniqueConstraintViolationException } from '@mikro-orm/postgresql';
+import { type EntityManager, LockMode } from '@mikro-orm/postgresql';
 import { AppError, conflict, notFound } from '../../http/errors';
 import { type Page, offsetOf } from '../../http/pagination';
 import { parseInput } from '../../http/validation';
 import { z } from '../../http/zod';
+import { flushOrConflict } from '../../db/flush';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
 import { dateFilter, type Granularity, resolvePeriod, summarizeExecutions } from '../metrics/execution-metrics';
@@ -141,7 +142,7 @@ export class TriggerService {
           updatedAt: now,
           activatedAt: now,
         });
-        await flushUnique(em, input.name);
+        await flushOrConflict(em, () => nameTaken(input.name));
         if (trigger.type === 'schedule') {
           await syncTriggerSchedule(this.services, { trigger, workflowName: workflow.name });
           scheduleCreated = true;
@@ -165,7 +166,7 @@ export class TriggerService {
         trigger.configuration = this.assignServiceFields(trigger.id, trigger.type, parsed, trigger.configuration);
       }
       trigger.updatedAt = new Date();
-      await flushUnique(em, trigger.name);
+      await flushOrConflict(em, () => nameTaken(trigger.name));
       if (trigger.type === 'schedule') await syncTriggerSchedule(this.services, { trigger, workflowName: await this.workflowName(em, trigger) });
       return trigger;
     });
@@ -302,12 +303,3 @@ function executionFilter(organizationId: string, triggerId: string, range: DateR
   return { clause, params };
 }
 
-/** Buckets are UTC: `YYYY-MM-DD` for day, week (its Monday) and month (its 1st); an hour is a full timestamp. */
-async function flushUnique(em: EntityManager, name: string) {
-  try {
-    await em.flush();
-  } catch (err) {
-    if (err instanceof UniqueConstraintViolationException) throw nameTaken(name);
-    throw err;
-  }
-}

@@ -6,7 +6,8 @@
  * organization's webhook is simply not found.
  */
 import { randomBytes } from 'node:crypto';
-import { type EntityManager, UniqueConstraintViolationException } from '@mikro-orm/postgresql';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { flushOrConflict } from '../../db/flush';
 import { dateFilter } from '../metrics/execution-metrics';
 import { AppError, conflict, notFound } from '../../http/errors';
 import { offsetOf, type Page } from '../../http/pagination';
@@ -80,7 +81,7 @@ export class WebhookService {
       maxRetries: input.retry_policy?.max_retries ?? 3,
       retryDelayMs: input.retry_policy?.retry_delay_ms ?? 1000,
     });
-    await this.flushUnique();
+    await flushOrConflict(this.em, urlTaken);
     return hook;
   }
 
@@ -171,14 +172,5 @@ export class WebhookService {
       workflowIdConflictPolicy: 'FAIL',
     });
     return { delivery_id: workflowId, webhook_id: hook.id, event_id: event.id, log_id: log.id, status: 'queued' as const };
-  }
-
-  private async flushUnique() {
-    try {
-      await this.em.flush();
-    } catch (err) {
-      if (err instanceof UniqueConstraintViolationException) throw urlTaken();
-      throw err;
-    }
   }
 }

@@ -3,6 +3,7 @@ import { paginate, PaginationOut } from '../../http/pagination';
 import { MessageOut } from '../../http/openapi';
 import { type AnyRoute, defineRoute } from '../../http/route';
 import { z } from '../../http/zod';
+import { successRatio } from '../metrics/execution-metrics';
 import type { Services } from '../../services';
 import type { Workflow } from './workflow.entity';
 import {
@@ -17,12 +18,12 @@ import {
 } from './workflow.schemas';
 import { WorkflowService } from './workflow.service';
 
-export function successRate(success: number, failure: number): number | null {
-  const finished = success + failure;
-  return finished === 0 ? null : Math.round((success / finished) * 10_000) / 10_000;
+/** The spec's `success_rate`: null for a workflow with no finished execution. */
+function successRate(success: number, failure: number): number | null {
+  return success + failure === 0 ? null : successRatio(success, failure);
 }
 
-export function toWorkflowOut(wf: Omit<Workflow, 'configuration'>): z.output<typeof WorkflowOut> {
+function toWorkflowOut(wf: Omit<Workflow, 'configuration'>): z.output<typeof WorkflowOut> {
   return {
     id: wf.id,
     name: wf.name,

@@ -4,9 +4,10 @@
  * Every query is scoped to the caller's organization; another organization's workflow is
  * simply not found.
  */
-import { type EntityManager, LockMode, UniqueConstraintViolationException } from '@mikro-orm/postgresql';
+import { type EntityManager, LockMode } from '@mikro-orm/postgresql';
 import { AppError, conflict, notFound } from '../../http/errors';
 import { type Page, offsetOf } from '../../http/pagination';
+import { flushOrConflict } from '../../db/flush';
 import { hotQuery } from '../../db/hot-query';
 import { newId } from '../../ids';
 import { Workflow, WorkflowRevision, type WorkflowStatus } from './workflow.entity';
@@ -125,7 +126,7 @@ export class WorkflowService {
       revision: input.configuration ? 1 : 0,
     });
     if (input.configuration) this.addRevision(wf, input.configuration);
-    await this.flushUnique(input.name);
+    await flushOrConflict(this.em, () => nameTaken(input.name));
     return wf;
   }
 
@@ -145,7 +146,7 @@ export class WorkflowService {
         new WorkflowService(em).addRevision(wf, input.configuration);
       }
       wf.updatedAt = new Date();
-      await new WorkflowService(em).flushUnique(wf.name);
+      await flushOrConflict(em, () => nameTaken(wf.name));
       return wf;
     });
   }
@@ -194,14 +195,5 @@ export class WorkflowService {
 
   private addRevision(wf: Workflow, configuration: WorkflowConfiguration) {
     this.em.create(WorkflowRevision, { id: newId('workflowRevision'), workflowId: wf.id, revision: wf.revision, configuration });
-  }
-
-  private async flushUnique(name: string) {
-    try {
-      await this.em.flush();
-    } catch (err) {
-      if (err instanceof UniqueConstraintViolationException) throw nameTaken(name);
-      throw err;
-    }
   }
 }
