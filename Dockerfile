@@ -1,5 +1,6 @@
 # One image for both roles: `api` and `worker` (see docker-compose.yml).
-FROM node:20-bookworm-slim
+# The current Node LTS; `engines` still allows >= 20.10 and the suite runs on 20 and 24.
+FROM node:24-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./

@@ -1,9 +1,20 @@
-/** Jest runs TypeScript through SWC (transpile only); `npm test` type-checks with tsc first. */
+/**
+ * Jest runs TypeScript through SWC (transpile only); `npm test` type-checks with tsc first.
+ * Jest's module system cannot load ESM-only packages on Node 20 (jose 6, oidc-provider,
+ * openid-client and its oauth4webapi), so SWC compiles those to CommonJS too instead of
+ * pinning older CommonJS releases.
+ */
+const ESM_ONLY = ['jose', 'oidc-provider', 'openid-client', 'oauth4webapi'];
+
 module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
-  transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } } }] },
+  transform: {
+    '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } } }],
+    [`/node_modules/(${ESM_ONLY.join('|')})/.+\\.js$`]: ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
+  },
+  transformIgnorePatterns: [`/node_modules/(?!(${ESM_ONLY.join('|')})/)`],
   globalSetup: '<rootDir>/test/helpers/global-setup.ts',
   globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
   maxWorkers: 2,

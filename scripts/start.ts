@@ -14,12 +14,15 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { ConfigError, loadConfig } from '../src/config';
+import { createLogger } from '../src/logger';
 import { temporalAnswersAt } from '../src/temporal-client';
 import { searchAttributeCliArgs } from '../temporal/shared';
 import { findOrInstallTemporalCli } from './lib/temporal-cli';
 import { ensureSearchAttributes, startTemporalDevServer } from './lib/temporal-dev-server';
 
-const log = (msg: string) => process.stdout.write(`[start] ${msg}\n`);
+// The same JSON lines as the service it starts, so the console reads in one format.
+const logger = createLogger('info').child({ component: 'start' });
+const log = (msg: string) => logger.info(msg);
 const DEV_SERVER_PORT = 7233;
 
 /** Returns the address of a Temporal server to use and how to stop it (if we started it). */

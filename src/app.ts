@@ -1,32 +1,58 @@
 /**
  * Builds the Koa application from a `Services` bag without listening, so tests and the
  * server share the same wiring. Order: request id + access log → error envelope → JSON
- * body → routes → 404/405 fallbacks. There is no ORM request context (AsyncLocalStorage
- * costs every promise of every request): each service gets its own `em.fork()`.
+ * body → input guard (NUL characters, nesting) → routes → 404/405 fallbacks. There is no
+ * ORM request context (AsyncLocalStorage costs every promise of every request): each
+ * service gets its own `em.fork()`.
  */
 import { readFile } from 'node:fs/promises';
+import type { Server } from 'node:http';
 import path from 'node:path';
 import Router from '@koa/router';
 import Koa, { type Context, type Next } from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
+import { answerClientErrors } from './http/client-errors';
 import { AppError } from './http/errors';
+import { inputGuard } from './http/input-guard';
 import { errorEnvelope, notFoundFallback, requestContext } from './http/middleware';
-import { generateDocument, OpenAPIRegistry } from './http/openapi';
+import { generateDocument, OpenAPIRegistry, registerOperationalDocs } from './http/openapi';
 import { type AnyRoute, mountRoutes } from './http/route';
 import { apiKeyRoutes } from './modules/api-keys/api-key.routes';
+import { applicationRoutes } from './modules/applications/application.routes';
+import { userRoutes } from './modules/users/user.routes';
+import { oauthClientRoutes } from './modules/oauth/oauth-client.routes';
+import { oauthMiddleware } from './modules/oauth/oauth-server';
+import { registerOAuthDocs } from './modules/oauth/oauth.docs';
 import { customerRoutes } from './modules/customers/customer.routes';
 import { executionRoutes } from './modules/executions/execution.routes';
+import { replayRoutes } from './modules/replays/replay.routes';
 import { knowledgeBaseRoutes } from './modules/knowledge-bases/knowledge-base.routes';
+import { reportRoutes } from './modules/reports/report.routes';
 import { registerTriggerReceiverDocs, triggerReceiverRouter } from './modules/triggers/trigger-receiver';
 import { triggerRoutes } from './modules/triggers/trigger.routes';
 import { workflowRoutes } from './modules/workflows/workflow.routes';
 import { webhookRoutes } from './modules/webhooks/webhook.routes';
+import { analyticsRoutes } from './modules/analytics/analytics.routes';
 import { registerWebhookEventDocs } from './modules/webhooks/webhook.events-doc';
 import type { Services } from './services';
-import { isTemporalReachable } from './temporal-client';
+import { readinessChecks } from './readiness';
 
 /** Every module's routes; a new module adds its factory here. */
-export const ROUTE_FACTORIES: Array<(s: Services) => AnyRoute[]> = [apiKeyRoutes, workflowRoutes, webhookRoutes, triggerRoutes, executionRoutes, customerRoutes, knowledgeBaseRoutes];
+export const ROUTE_FACTORIES: Array<(s: Services) => AnyRoute[]> = [
+  apiKeyRoutes,
+  workflowRoutes,
+  webhookRoutes,
+  triggerRoutes,
+  executionRoutes,
+  customerRoutes,
+  knowledgeBaseRoutes,
+  analyticsRoutes,
+  applicationRoutes,
+  userRoutes,
+  oauthClientRoutes,
+  reportRoutes,
+  replayRoutes,
+];
 
 /** Routers outside /v1 that every app mounts (receivers that authenticate requests their own way). */
 const EXTRA_ROUTER_FACTORIES: Array<(s: Services) => Router> = [triggerReceiverRouter];
@@ -35,7 +61,6 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 
 export function createApp(services: Services) {
   const app = new Koa({ proxy: true });
-  const registry = new OpenAPIRegistry();
   const router = new Router();
 
   router.get('/healthz', (ctx) => {
@@ -52,18 +77,16 @@ export function createApp(services: Services) {
     ctx.body = await services.metrics.registry.metrics();
   });
 
-  for (const factory of ROUTE_FACTORIES) mountRoutes(router, registry, services, factory(services));
-  registerWebhookEventDocs(registry);
-  registerTriggerReceiverDocs(registry);
-
-  const document = generateDocument(registry, services.config.BASE_URL);
+  const document = mountApi(router, services);
   router.get('/v1/openapi.json', (ctx) => {
     ctx.body = document;
   });
   mountDocs(router);
 
   app.use(requestContext(services.logger, services.metrics));
-  app.use(errorEnvelope(services.logger));
+  app.use(errorEnvelope(services.logger, services));
+  // The OAuth server and its pages take form bodies and answer in OAuth's own shapes.
+  app.use(oauthMiddleware(services));
   app.use(requireJsonBody);
   app.use(
     koaBody({
@@ -77,11 +100,34 @@ export function createApp(services: Services) {
       parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
     }),
   );
+  app.use(inputGuard);
   app.use(notFoundFallback);
   for (const extra of EXTRA_ROUTER_FACTORIES.map((f) => f(services))) app.use(extra.routes()).use(extra.allowedMethods());
   app.use(router.routes());
   app.use(router.allowedMethods());
   return { app, document };
+}
+
+/** Mounts every /v1 route on `router` and returns the OpenAPI document that describes them and the routes outside /v1. */
+function mountApi(router: Router, services: Services) {
+  const registry = new OpenAPIRegistry();
+  for (const factory of ROUTE_FACTORIES) mountRoutes(router, registry, services, factory(services));
+  registerWebhookEventDocs(registry);
+  registerTriggerReceiverDocs(registry);
+  registerOAuthDocs(registry);
+  registerOperationalDocs(registry);
+  return generateDocument(registry, services.config.BASE_URL);
+}
+
+/** Listens with the app, and answers requests Node's parser refuses in the same envelope. */
+export async function listen(app: Koa, services: Services, port: number, host: string): Promise<Server> {
+  const server = app.listen(port, host);
+  answerClientErrors(server, services.logger);
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  return server;
 }
 
 /** Bodies are JSON only: anything else with content is 415 before it is read. */
@@ -94,24 +140,6 @@ async function requireJsonBody(ctx: Context, next: Next) {
     throw new AppError(413, 'PAYLOAD_TOO_LARGE', 'Request body exceeds 1 MiB');
   }
   return next();
-}
-
-async function readinessChecks(s: Services): Promise<Record<string, 'ok' | 'unavailable'>> {
-  const within = <T>(p: Promise<T>, ms: number) =>
-    Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), ms).unref())]);
-  const [postgres, redis, temporal] = await Promise.all([
-    within(s.orm.em.getConnection().execute('select 1'), 2000).then(
-      () => true,
-      () => false,
-    ),
-    within(s.redis.ping(), 2000).then(
-      () => true,
-      () => false,
-    ),
-    isTemporalReachable(s.temporal.connection),
-  ]);
-  const state = (ok: boolean): 'ok' | 'unavailable' => (ok ? 'ok' : 'unavailable');
-  return { postgres: state(postgres), redis: state(redis), temporal: state(temporal) };
 }
 
 const SWAGGER_ASSETS = new Set(['swagger-ui.css', 'swagger-ui-bundle.js', 'swagger-ui-standalone-preset.js', 'favicon-32x32.png']);
@@ -134,4 +162,18 @@ function mountDocs(router: Router) {
     ctx.set('Cache-Control', 'public, max-age=86400');
     ctx.body = await readFile(path.join(assetDir, file));
   });
+}
+
+/**
+ * The OpenAPI document without a running service (client generation, lint): route
+ * factories and registrations use their services only inside handlers, so every
+ * dependency but the configuration is a stand-in that throws if anything touches it.
+ */
+export function openApiDocument(config: Services['config']) {
+  const unavailable = (name: PropertyKey): never => {
+    throw new Error(`openApiDocument: services.${String(name)} is not available while only building the document`);
+  };
+  const poison = (name: PropertyKey) => new Proxy(() => undefined, { get: () => unavailable(name), apply: () => unavailable(name) });
+  const services = new Proxy({} as Services, { get: (_, name) => (name === 'config' ? config : poison(name)) });
+  return mountApi(new Router(), services);
 }

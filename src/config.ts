@@ -37,6 +37,11 @@ const envSchema = z.object({
   PUBLIC_BASE_URL: z.url().optional(),
   DATABASE_URL: z.string().min(1).default('postgresql://postgres@127.0.0.1:5432/workflow_automation'),
   DATABASE_POOL_MAX: positiveInt.default(10),
+  /**
+   * How long a query may wait for a pooled connection (and a new connection may take to
+   * open) before failing: bounds how long a request hangs while PostgreSQL is away.
+   */
+  DATABASE_ACQUIRE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(2_000),
   REDIS_URL: z.string().min(1).default('redis://127.0.0.1:6379'),
   /** Prefix for every Redis key, so that several deployments or test runs share one Redis. */
   REDIS_KEY_PREFIX: z.string().default('wfa:'),
@@ -44,6 +49,11 @@ const envSchema = z.object({
   TEMPORAL_ADDRESS: z.string().min(1).optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('workflow-automation'),
+  /**
+   * Longest a request waits on a Temporal start or signal; the execution is committed
+   * first, so a slower (or unreachable) Temporal leaves the start to the reconciler.
+   */
+  TEMPORAL_CALL_TIMEOUT_MS: z.coerce.number().int().min(50).max(30_000).default(1_000),
   TEMPORAL_UI_PORT: z.coerce.number().int().min(1).max(65535).default(8233),
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool.default(false),
   /** Outbound webhook request timeout (connect + answer); the contract says 10 s, tests shorten it. */
@@ -53,7 +63,14 @@ const envSchema = z.object({
   /** How often the event dispatcher polls the outbox when no NOTIFY woke it. */
   /** Dispatched events older than this are deleted (hourly); redelivery needs the event. */
   EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+  /** How often GET /v1/analytics/realtime/stream pushes the realtime object. */
+  ANALYTICS_STREAM_INTERVAL_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
   WEBHOOK_DISPATCH_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+  /** OAuth sign-in attempts allowed per email and per IP address in 15 minutes. */
+  SIGNIN_ATTEMPTS_PER_EMAIL: positiveInt.default(10),
+  SIGNIN_ATTEMPTS_PER_IP: positiveInt.default(50),
+  /** The `aud` every JWT must carry; unset = the public base URL. */
+  JWT_AUDIENCE: z.string().min(1).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** How long an authenticated API key stays cached in-process; bounds how late a revocation bites. */
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(1000).default(500),
@@ -69,12 +86,37 @@ const envSchema = z.object({
   EXECUTION_RECONCILE_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
   /** Grace before the reconciler starts an execution itself (the API normally starts it within ms). */
   EXECUTION_RECONCILE_GRACE_MS: z.coerce.number().int().min(0).max(600_000).default(5_000),
+  /**
+   * How long activities keep retrying while our own infrastructure (PostgreSQL, Redis) is
+   * unavailable before the execution fails; provider errors keep their own bounded budget.
+   */
+  ACTIVITY_INFRA_RETRY_HOURS: z.coerce.number().positive().max(720).default(1),
+  /** Worker-only processes serve /metrics on this port (unset: none; the API serves its own /metrics). */
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  /** Reports and exports: where files go (see docs/reports.md). `local` keeps them under FILE_STORAGE_DIR. */
+  FILE_STORAGE: z.enum(['local', 's3']).default('local'),
+  FILE_STORAGE_DIR: z.string().min(1).default('.data/files'),
+  S3_ENDPOINT: z.url().optional(),
+  S3_BUCKET: z.string().min(1).optional(),
+  S3_REGION: z.string().min(1).default('us-east-1'),
+  /** Unset: the AWS SDK's default credential chain (environment, profile, instance role). */
+  S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  S3_FORCE_PATH_STYLE: bool.default(false),
+  /** S3 only: downloads answer 302 to a presigned URL valid this many seconds (0 = stream through the API). */
+  S3_PRESIGNED_DOWNLOAD_TTL_SECONDS: z.coerce.number().int().min(0).max(3600).default(0),
+  /** Report and export files are deleted (and their records marked expired) this long after completion. */
+  REPORT_RETENTION_DAYS: z.coerce.number().int().min(1).max(365).default(7),
+  /** Batches a replay workflow runs before it continues as new (bounds its Temporal history). */
+  REPLAY_BATCHES_PER_RUN: z.coerce.number().int().min(1).max(1000).default(100),
   /** Test-only crash points (comma-separated names): the process SIGKILLs itself there. */
   FAILPOINTS: z.string().default(''),
   ...rateLimitShape,
 });
 
-export type Config = Readonly<z.infer<typeof envSchema> & { TEMPORAL_ADDRESS_EFFECTIVE: string; BASE_URL: string }>;
+export type Config = Readonly<
+  z.infer<typeof envSchema> & { TEMPORAL_ADDRESS_EFFECTIVE: string; BASE_URL: string; JWT_AUDIENCE_EFFECTIVE: string }
+>;
 
 export class ConfigError extends Error {}
 
@@ -85,9 +127,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const c = parsed.data;
+  const baseUrl = (c.PUBLIC_BASE_URL ?? `http://localhost:${c.PORT}`).replace(/\/+$/, '');
+  if (c.FILE_STORAGE === 's3' && !c.S3_BUCKET) throw new ConfigError('Invalid configuration:\n  S3_BUCKET: required when FILE_STORAGE=s3');
   return Object.freeze({
     ...c,
     TEMPORAL_ADDRESS_EFFECTIVE: c.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
-    BASE_URL: (c.PUBLIC_BASE_URL ?? `http://localhost:${c.PORT}`).replace(/\/+$/, ''),
+    BASE_URL: baseUrl,
+    JWT_AUDIENCE_EFFECTIVE: c.JWT_AUDIENCE ?? baseUrl,
   });
 }

@@ -3,16 +3,18 @@
  * configuration, applies migrations, starts the API and/or the Temporal worker, and on
  * SIGINT/SIGTERM stops accepting work, drains what is in flight and exits.
  */
-import type { Server } from 'node:http';
-import { createApp } from './app';
+import { createServer, type Server } from 'node:http';
+import { createApp, listen } from './app';
 import { ConfigError, loadConfig } from './config';
 import { createOrm, ensureDatabase, migrate } from './db/orm';
 import { createLogger } from './logger';
 import { closeServices, createServices } from './services';
 import { EventDispatcher } from './modules/webhooks/event-dispatcher';
 import { runExecutionReconciler } from './modules/executions/execution.reconciler';
+import { purgeExpiredOAuthModels } from './modules/oauth/oauth-adapter';
+import { ensureFileExpirySchedule } from './modules/reports/file-expiry';
 import { createActivities } from '../temporal/activities';
-import { createWorker, runWorker, type RunningWorker } from '../temporal/worker';
+import { createWorker, installTemporalRuntime, runWorker, type RunningWorker } from '../temporal/worker';
 import { ensureSearchAttributes } from '../scripts/lib/temporal-dev-server';
 
 type Role = 'api' | 'worker' | 'all';
@@ -24,9 +26,11 @@ async function main() {
   if (!['api', 'worker', 'all'].includes(role)) throw new ConfigError(`Unknown role "${role}": use api, worker or all`);
   const config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL);
+  // Before anything creates the SDK's Runtime: its logs (and webpack's) then come out as our JSON.
+  if (role !== 'api') installTemporalRuntime(logger);
 
   await ensureDatabase(config.DATABASE_URL);
-  const orm = await createOrm(config.DATABASE_URL, config.DATABASE_POOL_MAX);
+  const orm = await createOrm(config.DATABASE_URL, config.DATABASE_POOL_MAX, config.DATABASE_ACQUIRE_TIMEOUT_MS);
   await migrate(orm);
   const services = await createServices(config, { logger, orm });
 
@@ -34,16 +38,35 @@ async function main() {
   let purgeTimer: NodeJS.Timeout | undefined;
   if (role !== 'worker') {
     const { app } = createApp(services);
-    server = app.listen(config.PORT, config.HOST);
-    await new Promise<void>((resolve) => server!.once('listening', resolve));
+    server = await listen(app, services, config.PORT, config.HOST);
     const address = server.address();
     const port = typeof address === 'object' && address ? address.port : config.PORT;
     logger.info({ port }, `API listening on http://localhost:${port} (docs: http://localhost:${port}/docs)`);
     // Replays are served for 24 h; older records only take space.
     purgeTimer = setInterval(() => {
       services.idempotency.purgeExpired().catch((err: unknown) => logger.warn({ err }, 'could not purge idempotency keys'));
+      // Expired OAuth codes, tokens, sessions and interactions already read as absent.
+      purgeExpiredOAuthModels(orm).catch((err: unknown) => logger.warn({ err }, 'could not purge expired OAuth models'));
     }, IDEMPOTENCY_PURGE_INTERVAL_MS);
     purgeTimer.unref();
+  }
+
+  let metricsServer: Server | undefined;
+  if (role === 'worker' && config.METRICS_PORT !== undefined) {
+    // A worker-only process has no API to serve /metrics: this listener serves the same registry.
+    metricsServer = createServer((req, res) => {
+      if (req.url !== '/metrics') {
+        res.writeHead(404).end();
+        return;
+      }
+      services.metrics.registry.metrics().then(
+        (body) => res.writeHead(200, { 'content-type': services.metrics.registry.contentType }).end(body),
+        () => res.writeHead(500).end(),
+      );
+    }).listen(config.METRICS_PORT, config.HOST);
+    await new Promise<void>((resolve) => metricsServer!.once('listening', resolve));
+    const address = metricsServer.address();
+    logger.info({ port: typeof address === 'object' && address ? address.port : config.METRICS_PORT }, 'worker metrics on /metrics');
   }
 
   let worker: RunningWorker | undefined;
@@ -60,6 +83,8 @@ async function main() {
         activities: createActivities({ services }),
       }),
     );
+    // Report and export files past REPORT_RETENTION_DAYS are deleted hourly (see file-expiry.ts).
+    await ensureFileExpirySchedule(services);
     logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker running');
     // The outbox → webhook delivery fan-out lives with the worker (see event-dispatcher.ts).
     dispatcher = new EventDispatcher(services);
@@ -81,6 +106,7 @@ async function main() {
     logger.info({ signal }, 'shutting down: draining in-flight work');
     await Promise.all([
       server && new Promise<void>((resolve) => server!.close(() => resolve())),
+      metricsServer && new Promise<void>((resolve) => metricsServer!.close(() => resolve())),
       worker?.shutdown(),
       dispatcher?.stop(),
       stopReconciler?.(),

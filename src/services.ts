@@ -2,15 +2,22 @@
  * Owns the `Services` bag: every long-lived dependency is built once here and passed
  * down explicitly (no global service object), and closed in reverse order.
  */
+import { readFileSync } from 'node:fs';
 import Redis from 'ioredis';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 import type { Config } from './config';
+import { DependencyMonitor } from './dependency-monitor';
+import { type Endpoints, endpointsFromConfig } from './failures';
 import { createOrm, type Orm } from './db/orm';
 import { Authenticator } from './http/auth';
 import { IdempotencyStore } from './http/idempotency';
 import { type LimitName, type LimitRule, limitRulesFromConfig, RateLimiter } from './http/rate-limit';
 import { createLogger, type Logger } from './logger';
-import { createLazyTemporalClient, createTemporalClient, type TemporalClient } from './temporal-client';
+import { JwtVerifier } from './modules/applications/jwt-verifier';
+import { createOAuthServer, type OAuthServer } from './modules/oauth/oauth-provider';
+import { OAuthTokenVerifier } from './modules/oauth/oauth-token-verifier';
+import { createLazyTemporalClient, createTemporalClient, isTemporalReachable, type TemporalClient } from './temporal-client';
+import { createFileStorage, type FileStorage } from './modules/files/file-storage';
 
 export interface HttpMetrics {
   registry: Registry;
@@ -25,10 +32,18 @@ export interface Services {
   redis: Redis;
   temporal: TemporalClient;
   authenticator: Authenticator;
+  jwtVerifier: JwtVerifier;
+  oauth: OAuthServer;
   rateLimiter: RateLimiter;
   limits: Record<LimitName, LimitRule>;
   idempotency: IdempotencyStore;
   metrics: HttpMetrics;
+  /** Outages seen by this process: logged once each, probed until they end. */
+  dependencies: DependencyMonitor;
+  /** Where PostgreSQL, Redis and Temporal listen, so error classification can name them. */
+  endpoints: Endpoints;
+  /** Report and export files (local directory or S3). */
+  files: FileStorage;
 }
 
 export function createRedis(url: string): Redis {
@@ -82,7 +97,7 @@ function createMetrics(): HttpMetrics {
 
 export async function createServices(config: Config, overrides: { logger?: Logger; orm?: Orm } = {}): Promise<Services> {
   const logger = overrides.logger ?? createLogger(config.LOG_LEVEL);
-  const orm = overrides.orm ?? (await createOrm(config.DATABASE_URL, config.DATABASE_POOL_MAX));
+  const orm = overrides.orm ?? (await createOrm(config.DATABASE_URL, config.DATABASE_POOL_MAX, config.DATABASE_ACQUIRE_TIMEOUT_MS));
   const redis = createRedis(config.REDIS_URL);
   redis.on('error', () => {
     // Reported by the rate limiter and /readyz; ioredis reconnects by itself.
@@ -95,22 +110,44 @@ export async function createServices(config: Config, overrides: { logger?: Logge
     logger.warn({ err: (err as Error).message, address: temporalOptions.address }, 'Temporal unreachable at start; connecting lazily');
     return createLazyTemporalClient(temporalOptions);
   });
+  const jwtVerifier = new JwtVerifier(orm, redis, {
+    audience: config.JWT_AUDIENCE_EFFECTIVE,
+    cacheTtlMs: config.AUTH_CACHE_TTL_MS,
+    allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+    redisKeyPrefix: config.REDIS_KEY_PREFIX,
+    ...(config.WEBHOOK_EXTRA_CA_FILE ? { extraCa: readFileSync(config.WEBHOOK_EXTRA_CA_FILE, 'utf8') } : {}),
+  });
+  const oauth = await createOAuthServer(config, orm, logger);
+  const oauthTokens = new OAuthTokenVerifier(oauth.provider, oauth.resource, orm, config.AUTH_CACHE_TTL_MS);
+  oauth.provider.on('access_token.destroyed', (token) => oauthTokens.forget(token.jti));
+  oauth.provider.on('grant.revoked', (_ctx, grantId) => oauthTokens.forgetGrant(grantId));
   return {
     config,
     logger,
     orm,
     redis,
     temporal,
-    authenticator: new Authenticator(orm, config.AUTH_CACHE_TTL_MS, logger),
+    authenticator: new Authenticator(orm, config.AUTH_CACHE_TTL_MS, logger, [jwtVerifier, oauthTokens]),
+    jwtVerifier,
+    oauth,
     rateLimiter: new RateLimiter(redis, config.REDIS_KEY_PREFIX, logger),
     limits: limitRulesFromConfig(config),
     idempotency: new IdempotencyStore(orm),
     metrics: createMetrics(),
+    dependencies: new DependencyMonitor(logger, {
+      postgres: () => orm.em.getConnection().execute('select 1'),
+      redis: () => redis.ping(),
+      temporal: () => isTemporalReachable(temporal.connection),
+    }),
+    endpoints: endpointsFromConfig(config),
+    files: createFileStorage(config),
   };
 }
 
 export async function closeServices(s: Services): Promise<void> {
+  s.dependencies.close();
   await s.temporal.close().catch(() => undefined);
   s.redis.disconnect();
+  s.files.close?.();
   await s.orm.close(true);
 }

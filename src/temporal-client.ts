@@ -2,7 +2,7 @@
  * Owns the API process's connection to Temporal: a `Client` built on a connection whose
  * connect cannot hang forever, and the never-throwing reachability probe `/readyz` calls.
  */
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 
 export interface TemporalClientOptions {
   address: string;
@@ -17,7 +17,34 @@ export interface TemporalClient {
   close(): Promise<void>;
 }
 
-function connectionOptions(opts: TemporalClientOptions) {
+/**
+ * The SDK's gRPC retries, made safe to close under: the retry interceptor schedules each
+ * retry on a timer it never cancels, and a retry that fires after `close()` throws from
+ * that timer (an uncaught exception). A closing connection retries no more and `close()`
+ * waits out the retries already scheduled (at most the SDK's 5 s maximum interval).
+ */
+function closableRetries() {
+  const defaults = defaultGrpcRetryOptions();
+  let closing = false;
+  let lastRetryAt = 0;
+  return {
+    interceptor: makeGrpcRetryInterceptor({
+      retryableDecider: (attempt, status) => !closing && defaults.retryableDecider(attempt, status),
+      delayFunction: (attempt, status) => {
+        const delay = defaults.delayFunction(attempt, status);
+        lastRetryAt = Math.max(lastRetryAt, Date.now() + delay);
+        return delay;
+      },
+    }),
+    async drain() {
+      closing = true;
+      const wait = lastRetryAt - Date.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait + 50));
+    },
+  };
+}
+
+function connectionOptions(opts: TemporalClientOptions, retries: ReturnType<typeof closableRetries>) {
   return {
     address: opts.address,
     // The SDK default is 10 s; a start that cannot reach Temporal should say so sooner.
@@ -25,22 +52,28 @@ function connectionOptions(opts: TemporalClientOptions) {
     // grpc-js backs reconnects off up to 120 s; capping it lets `/readyz` turn green again
     // within seconds of Temporal coming back instead of minutes.
     channelArgs: { 'grpc.max_reconnect_backoff_ms': 2_000, 'grpc.initial_reconnect_backoff_ms': 200 },
+    interceptors: [retries.interceptor],
   };
 }
 
-const wrap = (connection: Connection, namespace: string): TemporalClient => ({
+const wrap = (connection: Connection, namespace: string, retries: ReturnType<typeof closableRetries>): TemporalClient => ({
   client: new Client({ connection, namespace }),
   connection,
-  close: () => connection.close(),
+  close: async () => {
+    await retries.drain();
+    await connection.close();
+  },
 });
 
 export async function createTemporalClient(opts: TemporalClientOptions): Promise<TemporalClient> {
-  return wrap(await Connection.connect(connectionOptions(opts)), opts.namespace);
+  const retries = closableRetries();
+  return wrap(await Connection.connect(connectionOptions(opts, retries)), opts.namespace, retries);
 }
 
 /** A client that connects on first use: for an API that must start while Temporal is away. */
 export function createLazyTemporalClient(opts: TemporalClientOptions): TemporalClient {
-  return wrap(Connection.lazy(connectionOptions(opts)), opts.namespace);
+  const retries = closableRetries();
+  return wrap(Connection.lazy(connectionOptions(opts, retries)), opts.namespace, retries);
 }
 
 /**

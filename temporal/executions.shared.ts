@@ -40,7 +40,7 @@ export interface AiResponseNodeSpec {
 }
 export interface FormFieldSpec {
   name: string;
-  type: 'text' | 'email' | 'number' | 'phone';
+  type: 'text' | 'email' | 'number' | 'phone' | 'rating' | 'nps';
   required: boolean;
   label: string;
 }
@@ -65,6 +65,8 @@ export interface ExecutionWorkflowInput {
   input: Record<string, unknown>;
   /** The nodes of the revision the execution started on; nodes[0] runs first. */
   nodes: ExecutionNodeSpec[];
+  /** ACTIVITY_INFRA_RETRY_HOURS at start, in ms: bounds a node that keeps timing out. Absent in older runs. */
+  infraRetryMs?: number;
 }
 
 export type ExecutionOutcome = 'success' | 'failed' | 'cancelled';
@@ -107,6 +109,18 @@ export const ExecutionErrorTypes = {
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const PHONE = /^\+?[0-9 ()-]{6,20}$/;
 const NUMBER = /^-?\d+(\.\d+)?$/;
+/** Inclusive integer ranges of the scored field types. */
+export const SCORE_RANGES = { rating: [1, 5], nps: [0, 10] } as const;
+
+/** The scored answers of a form (`rating` / `nps` fields), which the analytics rollups read from the step output. */
+export function formScores(fields: FormFieldSpec[], answers: Record<string, string>): { rating?: number[]; nps?: number[] } | undefined {
+  const scores: { rating?: number[]; nps?: number[] } = {};
+  for (const f of fields) {
+    const answer = answers[f.name];
+    if ((f.type === 'rating' || f.type === 'nps') && answer) (scores[f.type] ??= []).push(Number(answer));
+  }
+  return scores.rating || scores.nps ? scores : undefined;
+}
 
 /**
  * Checks one reply against a form field: returns the stored value, or the problem to tell
@@ -118,5 +132,9 @@ export function validateFormReply(field: FormFieldSpec, text: string): { value: 
   if (field.type === 'email' && !EMAIL.test(value)) return { problem: 'That does not look like an email address' };
   if (field.type === 'phone' && !PHONE.test(value)) return { problem: 'That does not look like a phone number' };
   if (field.type === 'number' && !NUMBER.test(value)) return { problem: 'Please answer with a number' };
+  if (field.type === 'rating' || field.type === 'nps') {
+    const [min, max] = SCORE_RANGES[field.type];
+    if (!/^\d{1,2}$/.test(value) || Number(value) < min || Number(value) > max) return { problem: `Please answer with a whole number from ${min} to ${max}` };
+  }
   return { value: value.slice(0, 4096) };
 }

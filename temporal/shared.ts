@@ -15,6 +15,9 @@ export const SearchAttributeKeys = {
   triggerId: defineSearchAttributeKey('WfaTriggerId', SearchAttributeType.KEYWORD),
   customerId: defineSearchAttributeKey('WfaCustomerId', SearchAttributeType.KEYWORD),
   channel: defineSearchAttributeKey('WfaChannel', SearchAttributeType.KEYWORD),
+  /** Data exports (`export:<id>`) and custom reports (`report:<id>`). */
+  exportId: defineSearchAttributeKey('WfaExportId', SearchAttributeType.KEYWORD),
+  reportId: defineSearchAttributeKey('WfaReportId', SearchAttributeType.KEYWORD),
 } as const;
 
 /**

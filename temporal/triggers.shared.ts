@@ -12,6 +12,9 @@ export const scheduledTriggerWorkflowId = (triggerId: string) => `trigger-fire:$
 
 export const SCHEDULED_TRIGGER_WORKFLOW = 'scheduledTriggerWorkflow';
 
+/** The final failure of a firing that kept failing for a reason other than our infrastructure. */
+export const TRIGGER_FIRING_FAILED = 'TriggerFiringFailed';
+
 export interface ScheduledTriggerInput {
   organizationId: string;
   triggerId: string;

@@ -44,6 +44,9 @@ export function delayAfterRetryAfter(p: WebhookRetryPolicyInput, n: number, retr
   return Math.min(Math.max(retryAfterMs, retryDelayMs(p, n)), MAX_RETRY_INTERVAL_MS);
 }
 
+/** Workflow type name of `webhookDeliveryWorkflow`, for the dispatcher and redeliveries that start it by name. */
+export const WEBHOOK_DELIVERY_WORKFLOW_TYPE = 'webhookDeliveryWorkflow';
+
 /** One delivery workflow per (event, webhook): a crash or a second dispatcher finds it taken. */
 export const deliveryWorkflowId = (eventId: string, webhookId: string) => `webhook-delivery:${eventId}:${webhookId}`;
 

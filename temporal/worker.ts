@@ -4,9 +4,10 @@
  * entry point (src/main.ts `worker`) and the test helpers both go through here, so tests
  * exercise the same worker the service runs.
  */
-import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, type LogLevel, makeTelemetryFilterString, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import type { Logger, WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Duration } from '@temporalio/common';
+import type { Logger as PinoLogger } from 'pino';
 
 export type WorkflowBundle = WorkflowBundleWithSourceMap;
 
@@ -33,6 +34,26 @@ export interface CreatedWorker {
   connection: NativeConnection;
   /** Whether `runWorker`'s shutdown should close `connection` (true when opened here). */
   ownsConnection: boolean;
+}
+
+const TEMPORAL_LEVELS: Record<string, LogLevel> = { trace: 'TRACE', debug: 'DEBUG', info: 'INFO', warn: 'WARN' };
+
+/**
+ * Installs the SDK's Runtime with a logger that writes through pino, so the worker's own
+ * messages, the webpack bundling output and the native core's logs (forwarded, WARN and
+ * above) come out as the same JSON lines as ours instead of the SDK's pretty console
+ * format. Call once per process, before any worker or NativeConnection exists.
+ */
+export function installTemporalRuntime(logger: PinoLogger): void {
+  const sdk = logger.child({ component: 'temporal-sdk' });
+  const log = (entry: { level: LogLevel; message: string; meta?: Record<string, unknown> }) => {
+    const method = entry.level.toLowerCase() as 'trace' | 'debug' | 'info' | 'warn' | 'error';
+    sdk[method](entry.meta ?? {}, entry.message);
+  };
+  Runtime.install({
+    logger: new DefaultLogger(TEMPORAL_LEVELS[logger.level] ?? 'ERROR', log),
+    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} } },
+  });
 }
 
 /** Path of the workflow bundle's entry point (temporal/workflows/index). */

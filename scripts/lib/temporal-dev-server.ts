@@ -29,6 +29,8 @@ export interface DevServer {
   address: string;
   /** SIGTERM, then SIGKILL if it has not exited after `timeoutMs` (default 10 s). */
   stop(timeoutMs?: number): Promise<void>;
+  /** SIGKILL at once, as a crash would (the outage drill, `npm run chaos`). */
+  kill(): Promise<void>;
 }
 
 const GRPC_ALREADY_EXISTS = 6;
@@ -114,7 +116,12 @@ async function startOnce(opts: DevServerOptions): Promise<DevServer> {
   }
   const started = `temporal dev server serving on ${address}`;
   log(opts.uiPort === undefined ? started : `${started}, UI on http://${ip}:${opts.uiPort}`);
-  return { address, stop };
+  const kill = async (): Promise<void> => {
+    if (hasExited) return;
+    child.kill('SIGKILL');
+    await exited;
+  };
+  return { address, stop, kill };
 }
 
 /** Polls until the frontend answers and the namespace exists (it is created at start). */

@@ -1,5 +1,8 @@
 /** Every entity schema the ORM knows; modules add theirs here. */
 import { ApiKeySchema } from '../modules/api-keys/api-key.entity';
+import { ApplicationSchema } from '../modules/applications/application.entity';
+import { UserSchema } from '../modules/users/user.entity';
+import { OAuthClientSchema } from '../modules/oauth/oauth-client.entity';
 import { OutboxEventSchema } from '../modules/events/event.entity';
 import { OrganizationSchema } from '../modules/organizations/organization.entity';
 import { ConversationMessageSchema, CustomerSchema } from '../modules/customers/customer.entity';
@@ -8,6 +11,7 @@ import { KnowledgeBaseArticleSchema, KnowledgeBaseSchema } from '../modules/know
 import { TriggerExecutionSchema, TriggerSchema } from '../modules/triggers/trigger.entity';
 import { WorkflowRevisionSchema, WorkflowSchema } from '../modules/workflows/workflow.entity';
 import { WebhookLogSchema, WebhookSchema } from '../modules/webhooks/webhook.entity';
+import { AnalyticsExportSchema, ReportSchema } from '../modules/reports/report.entity';
 
 export const entities = [OrganizationSchema, ApiKeySchema, WorkflowSchema, WorkflowRevisionSchema, OutboxEventSchema,
   // executions module
@@ -15,4 +19,8 @@ export const entities = [OrganizationSchema, ApiKeySchema, WorkflowSchema, Workf
   // triggers module
   TriggerSchema, TriggerExecutionSchema,
   // webhooks module
-  WebhookSchema, WebhookLogSchema];
+  WebhookSchema, WebhookLogSchema,
+  // credentials: JWT applications, users who consent to OAuth clients
+  ApplicationSchema, UserSchema, OAuthClientSchema,
+  // reports module
+  AnalyticsExportSchema, ReportSchema];

@@ -4,9 +4,9 @@
  * two concurrent creates cannot both pass a check-then-insert.
  */
 import { type EntityManager, UniqueConstraintViolationException } from '@mikro-orm/postgresql';
-import type { AppError } from '../http/errors';
+import type { DomainError } from '../errors';
 
-export async function flushOrConflict(em: EntityManager, conflict: () => AppError): Promise<void> {
+export async function flushOrConflict(em: EntityManager, conflict: () => DomainError): Promise<void> {
   try {
     await em.flush();
   } catch (err) {

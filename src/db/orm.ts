@@ -10,13 +10,25 @@ import { migrationsList } from './migrations';
 
 export type Orm = MikroORM;
 
-export async function createOrm(databaseUrl: string, poolMax = 10): Promise<Orm> {
+/** Default bound on waiting for a connection; see DATABASE_ACQUIRE_TIMEOUT_MS. */
+const ACQUIRE_TIMEOUT_MS = 2_000;
+
+export async function createOrm(databaseUrl: string, poolMax = 10, acquireTimeoutMs = ACQUIRE_TIMEOUT_MS): Promise<Orm> {
   return MikroORM.init({
     clientUrl: databaseUrl,
     entities,
     extensions: [Migrator],
     migrations: { migrationsList, transactional: true, allOrNothing: true, snapshot: false, silent: true },
     pool: { min: 0, max: poolMax },
+    // knex waits 60 s for a pooled connection by default: while PostgreSQL is away every
+    // request would hang that long. Bounded, a request fails fast and is answered 503.
+    driverOptions: {
+      acquireConnectionTimeout: acquireTimeoutMs,
+      connection: { connectionTimeoutMillis: acquireTimeoutMs },
+      // knex prints every dropped connection to stdout; an outage is logged once by the
+      // DependencyMonitor instead. Other knex warnings still show.
+      log: { warn: (m: string) => (m.startsWith('Connection Error') ? undefined : console.warn(m)) },
+    },
     // Entities are declared with EntitySchema, so no reflection or folder discovery is needed.
     discovery: { warnWhenNoEntities: false },
     debug: false,

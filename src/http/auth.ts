@@ -4,7 +4,8 @@
  *
  * API keys are looked up by SHA-256 hash and cached in-process for AUTH_CACHE_TTL_MS
  * (≤ 1 s), so a hot key costs no database round trip while a revocation still bites
- * within a second in every process without any cross-process signalling.
+ * within a second in every process without any cross-process signalling. Other Bearer
+ * values (OAuth access tokens, JWTs) go to the `BearerVerifier`s the services register.
  */
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -28,6 +29,22 @@ export const SCOPES = [
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 
+/** Each scope in plain words: the consent page and the OpenAPI oauth2 scheme show these. */
+export const SCOPE_WORDS: Record<Scope, string> = {
+  'workflows:read': 'See your workflows, executions, customers and knowledge bases',
+  'workflows:write': 'Create and change workflows, and send messages',
+  'workflows:delete': 'Delete workflows',
+  'triggers:read': 'See your triggers',
+  'triggers:write': 'Create, change and fire triggers',
+  'triggers:delete': 'Delete triggers',
+  'webhooks:read': 'See your webhooks and their delivery logs',
+  'webhooks:write': 'Create and change webhooks',
+  'webhooks:delete': 'Delete webhooks',
+  'analytics:read': 'See analytics',
+  'analytics:write': 'Create reports and exports',
+  admin: 'Manage API keys, users and applications (full administrator access)',
+};
+
 /** The spec's permission levels as scope sets: read < read_write (no delete) < admin. */
 export const PERMISSION_SCOPES: Record<Permission, ReadonlySet<Scope>> = {
   read: new Set(SCOPES.filter((s) => s.endsWith(':read'))),
@@ -36,12 +53,28 @@ export const PERMISSION_SCOPES: Record<Permission, ReadonlySet<Scope>> = {
 };
 
 export interface Credential {
-  type: 'api_key';
+  type: 'api_key' | 'oauth' | 'jwt';
+  /** API key id, OAuth grant id (one user's consent to one client) or JWT application id. */
   id: string;
   name: string;
   organizationId: string;
-  permission: Permission;
+  /** The API key's level or the OAuth user's role; null for a JWT application. */
+  permission: Permission | null;
   scopes: ReadonlySet<Scope>;
+  /** Whom rate limits count against: the key, the grant (user × client) or the application. */
+  limitSubject: string;
+  /** JWT `sub` or the OAuth user id: logged with each request. */
+  subject?: string;
+  clientId?: string;
+  userId?: string;
+  expiresAt?: Date;
+}
+
+/** Verifies one kind of Bearer token that is not an API key. */
+export interface BearerVerifier {
+  accepts(token: string): boolean;
+  /** Throws `invalidToken(...)` (401) or a 403 for a token it refuses. */
+  verify(token: string): Promise<Credential>;
 }
 
 export const API_KEY_PREFIX = 'wfa_';
@@ -50,6 +83,15 @@ export const hashApiKey = (key: string) => createHash('sha256').update(key).dige
 
 const unauthorized = (code: string, message: string) =>
   new AppError(401, code, message, { headers: { 'WWW-Authenticate': `Bearer error="invalid_token"` } });
+
+/** 401 INVALID_TOKEN with the RFC 6750 challenge, for any refused OAuth token or JWT. */
+export const invalidToken = (message = 'Access token is invalid or expired') => unauthorized('INVALID_TOKEN', message);
+
+/** 403 SCOPE_INSUFFICIENT with the RFC 6750 challenge naming what was missing. */
+export const scopeInsufficient = (message: string, scope: string) =>
+  new AppError(403, 'SCOPE_INSUFFICIENT', message, {
+    headers: { 'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${scope}"` },
+  });
 
 interface CacheEntry {
   credential: Credential | null;
@@ -68,6 +110,7 @@ export class Authenticator {
     private readonly orm: Orm,
     private readonly ttlMs: number,
     private readonly logger: Logger,
+    private readonly verifiers: BearerVerifier[] = [],
   ) {}
 
   async authenticate(authorization: string | undefined): Promise<Credential> {
@@ -79,7 +122,11 @@ export class Authenticator {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     if (!match) throw unauthorized('MISSING_AUTHENTICATION', 'Authorization header must be "Bearer <credential>"');
     const token = match[1]!;
-    if (!token.startsWith(API_KEY_PREFIX)) throw unauthorized('INVALID_TOKEN', 'Access token is invalid or expired');
+    if (!token.startsWith(API_KEY_PREFIX)) {
+      const verifier = this.verifiers.find((v) => v.accepts(token));
+      if (!verifier) throw invalidToken();
+      return verifier.verify(token);
+    }
 
     const hash = hashApiKey(token);
     const now = Date.now();
@@ -106,6 +153,7 @@ export class Authenticator {
       organizationId: key.organizationId,
       permission: key.permission,
       scopes: PERMISSION_SCOPES[key.permission],
+      limitSubject: key.id,
     };
   }
 
@@ -127,6 +175,7 @@ export class Authenticator {
 
 export function requireScope(credential: Credential, scope: Scope): void {
   if (credential.scopes.has(scope)) return;
+  if (credential.type !== 'api_key') throw scopeInsufficient(`This token's scope does not include ${scope}`, scope);
   throw new AppError(
     403,
     'INSUFFICIENT_PERMISSIONS',

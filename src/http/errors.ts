@@ -1,7 +1,13 @@
 /**
- * Owns the error contract: `AppError` is the only error whose status, code and message
- * reach a client. Everything else becomes a generic 500 (see error-middleware.ts).
+ * Owns the error contract: `AppError` is an HTTP error (status, code, message, headers);
+ * `toHttpError` is the one place where domain errors (src/errors.ts) become HTTP errors.
+ * Everything else becomes a generic 500 (or a 503 for an unavailable dependency; see
+ * middleware.ts).
  */
+import { DomainError, type DomainErrorKind, invalid } from '../errors';
+
+// The domain's constructors, for modules written before the domain had its own errors.
+export { conflict, notFound } from '../errors';
 
 export interface ErrorBody {
   code: string;
@@ -31,13 +37,16 @@ export class AppError extends Error {
   }
 }
 
-export const badRequest = (message: string, field?: string, code = 'INVALID_REQUEST') =>
-  new AppError(400, code, message, field === undefined ? {} : { field });
+export const badRequest = invalid;
 
-export const notFound = (code: string, what: string) => new AppError(404, code, `${what} not found`);
+const STATUS_OF: Record<DomainErrorKind, number> = { invalid: 400, not_found: 404, conflict: 409, unprocessable: 422 };
 
-export const conflict = (code: string, message: string, field?: string) =>
-  new AppError(409, code, message, field === undefined ? {} : { field });
+/** The HTTP error a client sees for `err`, or undefined when it is not one it may see. */
+export function toHttpError(err: unknown): AppError | undefined {
+  if (err instanceof AppError) return err;
+  if (err instanceof DomainError) return new AppError(STATUS_OF[err.kind], err.code, err.message, err.extra);
+  return undefined;
+}
 
 /** Formats a zod-style path as the contract's dotted field: `configuration.nodes[0].content`. */
 export function formatFieldPath(path: ReadonlyArray<PropertyKey>): string {

@@ -1,13 +1,20 @@
 /**
  * Owns the cross-cutting HTTP middleware: request id, access log and metrics, the error
- * envelope, and the 404/405 fallbacks. Only `AppError`s reach clients as they are; any
- * other error is logged with the request id and answered with a generic 500.
+ * envelope, and the 404/405 fallbacks. Only HTTP and domain errors (`toHttpError`) reach
+ * clients as they are; an unavailable dependency is a 503; any other error is logged with
+ * the request id and answered with a generic 500.
  */
 import { randomUUID } from 'node:crypto';
+import { DeadlockException } from '@mikro-orm/postgresql';
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
 import type { Counter, Histogram } from 'prom-client';
-import { AppError } from './errors';
+import type { DependencyMonitor } from '../dependency-monitor';
+import { classifyError, type Endpoints } from '../failures';
+import { AppError, toHttpError } from './errors';
+
+/** Seconds a client is told to wait while a dependency is down: about how often we probe it, with margin. */
+export const SERVICE_UNAVAILABLE_RETRY_AFTER_S = 5;
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -26,7 +33,7 @@ export function requestContext(logger: Logger, metrics: { requests: Counter<stri
       const route = (ctx as Context & { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
       metrics.requests.inc({ method: ctx.method, route, status: String(ctx.status) });
       metrics.duration.observe({ method: ctx.method, route }, seconds);
-      const credential = ctx.state.credential as { id: string; organizationId: string } | undefined;
+      const credential = ctx.state.credential as { id: string; organizationId: string; subject?: string } | undefined;
       logger.info(
         {
           request_id: requestId,
@@ -36,6 +43,7 @@ export function requestContext(logger: Logger, metrics: { requests: Counter<stri
           status: ctx.status,
           duration_ms: Math.round(seconds * 1000),
           credential_id: credential?.id,
+          sub: credential?.subject,
           organization_id: credential?.organizationId,
         },
         'request',
@@ -58,16 +66,46 @@ function bodyParserError(err: { status?: number; type?: string; body?: unknown }
   return undefined;
 }
 
-export function errorEnvelope(logger: Logger) {
+/**
+ * A 413 leaves the rest of the body unread on the socket; a keep-alive client would send its
+ * next request behind it and see it reset. So the answer says `Connection: close` (Node then
+ * closes the socket after it) and what still arrives is read and discarded meanwhile.
+ */
+function closeAfterUnreadBody(ctx: Context) {
+  ctx.set('Connection', 'close');
+  if (!ctx.req.complete) ctx.req.resume();
+}
+
+/**
+ * Our own infrastructure being unavailable is a 503 SERVICE_UNAVAILABLE with Retry-After,
+ * never a 500, and is logged once per outage by the monitor (not once per request).
+ */
+function unavailableError(raw: unknown, dependencies: DependencyMonitor | undefined, endpoints: Endpoints): AppError | undefined {
+  // A deadlock that outlived its transaction's retries (src/db/transaction.ts) is contention, not an outage.
+  if (raw instanceof DeadlockException) {
+    return new AppError(503, 'SERVICE_UNAVAILABLE', 'The service is busy with a conflicting change; retry shortly', { retryAfter: 1, headers: { 'Retry-After': '1' } });
+  }
+  const c = classifyError(raw, endpoints);
+  if (c.kind !== 'infrastructure') return undefined;
+  if (c.dependency !== 'unknown') dependencies?.reportDown(c.dependency, raw);
+  return new AppError(503, 'SERVICE_UNAVAILABLE', 'The service is temporarily unavailable; retry shortly', {
+    retryAfter: SERVICE_UNAVAILABLE_RETRY_AFTER_S,
+    headers: { 'Retry-After': String(SERVICE_UNAVAILABLE_RETRY_AFTER_S) },
+  });
+}
+
+export function errorEnvelope(logger: Logger, outages?: { dependencies: DependencyMonitor; endpoints: Endpoints }) {
   return async (ctx: Context, next: Next) => {
     try {
       await next();
     } catch (raw) {
-      const err = raw instanceof AppError ? raw : bodyParserError(raw as object);
+      const err =
+        toHttpError(raw) ?? bodyParserError(raw as object) ?? unavailableError(raw, outages?.dependencies, outages?.endpoints ?? {});
       if (err) {
         ctx.status = err.status;
         ctx.body = { error: err.toBody() };
         if (err.extra.headers) ctx.set(err.extra.headers);
+        if (err.status === 413) closeAfterUnreadBody(ctx);
         return;
       }
       logger.error({ err: raw, request_id: ctx.state.requestId }, 'unhandled error');

@@ -8,9 +8,10 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import type { Services } from '../services';
 import { type Credential, requireScope, type Scope } from './auth';
-import { AppError } from './errors';
+import { AppError, toHttpError } from './errors';
 import { requestHash, shouldStore } from './idempotency';
-import { ErrorOut, type OpenAPIRegistry } from './openapi';
+import type { ResponseConfig } from '@asteasolutions/zod-to-openapi';
+import { ErrorOut, type OpenAPIRegistry, RATE_LIMIT_HEADERS, type ResponseHeaderName, responseHeaders } from './openapi';
 import { type LimitCheck, type LimitName, rateLimitExceeded, rateLimitHeaders } from './rate-limit';
 import { type IssueClassifier, parseInput } from './validation';
 import { z } from './zod';
@@ -38,18 +39,43 @@ export interface RouteDef<P extends z.ZodType = z.ZodType, Q extends z.ZodType =
   scope: Scope;
   /** Per-operation limits counted besides the per-credential limit. */
   limits?: LimitName[];
+  /**
+   * Limits owned by the addressed resource (an api trigger's hourly `rate_limit`), looked up
+   * from the raw path parameters and folded into the same single check, so a request refused
+   * by any limit counts against none. Like every limit it counts requests that then fail
+   * validation. Returns [] when the resource is not found (the handler answers that).
+   */
+  resourceLimits?(input: { params: Record<string, string>; credential: Credential }): Promise<LimitCheck[]>;
   params?: P;
   query?: Q;
   body?: B;
   classify?: IssueClassifier;
   /** 200 unless given; creates answer 201. */
   status?: number;
+  /** Other success statuses a handler may answer with `new Answer(status, body)`, same response schema. */
+  alsoAnswers?: Array<[status: number, description: string]>;
   response?: z.ZodType;
-  /** Documented error answers besides the ones every authenticated route has. */
-  errors?: Array<[status: number, code: string]>;
+  /**
+   * A success answer that is not JSON (a file, an event stream) and that the handler writes
+   * itself: its content types with their body schemas, and the headers it adds.
+   */
+  produces?: { content: Record<string, z.ZodType>; headers?: ResponseHeaderName[]; optionalHeaders?: ResponseHeaderName[] };
+  /** Documented error answers besides the ones every authenticated route has, with the optional headers they may add. */
+  errors?: Array<[status: number, code: string, optionalHeaders?: ResponseHeaderName[]]>;
   /** Returns the response body; returns undefined when it wrote `ctx` itself (files). */
   handler(input: HandlerInput<z.output<P>, z.output<Q>, z.output<B>>): Promise<unknown>;
 }
+
+/** A handler's answer with a status other than the route's, e.g. 200 for a create that found its first outcome. */
+export class Answer {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+  ) {}
+}
+
+const statusAndBody = (route: AnyRoute, result: unknown): [number, unknown] =>
+  result instanceof Answer ? [result.status, result.body] : [route.status ?? 200, result];
 
 /** Identity function that lets TypeScript infer a route's schema types. */
 export function defineRoute<P extends z.ZodType = z.ZodObject, Q extends z.ZodType = z.ZodObject, B extends z.ZodType = z.ZodUnknown>(
@@ -66,6 +92,8 @@ const COMMON_ERRORS: Array<[number, string]> = [
   [401, 'MISSING_AUTHENTICATION | INVALID_API_KEY | INVALID_TOKEN'],
   [403, 'INSUFFICIENT_PERMISSIONS | SCOPE_INSUFFICIENT'],
   [429, 'RATE_LIMIT_EXCEEDED'],
+  // A dependency (PostgreSQL) is down: with Retry-After (docs/outages.md).
+  [503, 'SERVICE_UNAVAILABLE'],
 ];
 
 const koaPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
@@ -81,8 +109,12 @@ async function handle(ctx: Context, route: AnyRoute, services: Services): Promis
   const credential = await services.authenticator.authenticate(ctx.get('authorization') || undefined);
   ctx.state.credential = credential;
 
-  const checks: LimitCheck[] = [{ rule: services.limits.credential, subject: credential.id }];
-  for (const name of route.limits ?? []) checks.push({ rule: services.limits[name], subject: credential.id });
+  const checks: LimitCheck[] = [{ rule: services.limits.credential, subject: credential.limitSubject }];
+  for (const name of route.limits ?? []) checks.push({ rule: services.limits[name], subject: credential.limitSubject });
+  // Only a credential allowed to use the resource spends its budget (a read key's 403 does not).
+  if (route.resourceLimits && credential.scopes.has(route.scope)) {
+    checks.push(...(await route.resourceLimits({ params: ctx.params as Record<string, string>, credential })));
+  }
   const limit = await services.rateLimiter.check(checks);
   ctx.set(rateLimitHeaders(limit));
   if (!limit.allowed) throw rateLimitExceeded(limit);
@@ -97,8 +129,8 @@ async function handle(ctx: Context, route: AnyRoute, services: Services): Promis
 
   const idempotencyKey = route.method === 'post' ? ctx.get('idempotency-key') : '';
   if (!idempotencyKey) {
-    const result = await route.handler({ params, query, body, credential, ctx });
-    if (result !== undefined) respond(ctx, route.status ?? 200, result);
+    const [status, result] = statusAndBody(route, await route.handler({ params, query, body, credential, ctx }));
+    if (result !== undefined) respond(ctx, status, result);
     return;
   }
 
@@ -111,13 +143,13 @@ async function handle(ctx: Context, route: AnyRoute, services: Services): Promis
     return;
   }
   try {
-    const result = await route.handler({ params, query, body, credential, ctx });
-    const status = route.status ?? 200;
+    const [status, result] = statusAndBody(route, await route.handler({ params, query, body, credential, ctx }));
     await store.complete(credential.organizationId, idempotencyKey, { status, body: result ?? null });
     if (result !== undefined) respond(ctx, status, result);
   } catch (err) {
-    if (err instanceof AppError && shouldStore(err.status)) {
-      await store.complete(credential.organizationId, idempotencyKey, { status: err.status, body: { error: err.toBody() } });
+    const httpError = toHttpError(err);
+    if (httpError && shouldStore(httpError.status)) {
+      await store.complete(credential.organizationId, idempotencyKey, { status: httpError.status, body: { error: httpError.toBody() } });
     } else {
       await store.release(credential.organizationId, idempotencyKey);
     }
@@ -136,20 +168,57 @@ function hasContent(body: unknown): boolean {
   return true;
 }
 
-function registerOperation(registry: OpenAPIRegistry, route: AnyRoute) {
-  const errors = [...(route.errors ?? []), ...COMMON_ERRORS];
-  if (route.params || route.query || route.body) errors.push([400, 'INVALID_REQUEST | MISSING_REQUIRED_FIELD']);
-  const byStatus = new Map<number, string[]>();
-  for (const [status, code] of errors) byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+/** Statuses answered before authentication (by the body checks or the authenticator): no limit was counted, so no limit headers. */
+const BEFORE_LIMITS = new Set([401, 413, 415]);
 
-  const responses: Record<string, { description: string; content?: Record<string, { schema: z.ZodType }> }> = {
-    [String(route.status ?? 200)]: {
+/** The headers each documented status carries; the limit headers are decided in docs/decisions.md. */
+function headersFor(status: number, method: Method) {
+  const replayable = method === 'post' && status < 500 && status !== 403 && status !== 429 ? (['Idempotent-Replayed'] as const) : [];
+  if (status === 401) return responseHeaders(['WWW-Authenticate']);
+  if (BEFORE_LIMITS.has(status)) return responseHeaders([]);
+  // A malformed JSON body is a 400 answered before authentication; every other 400 carries the limit headers.
+  if (status === 400) return responseHeaders([], [...RATE_LIMIT_HEADERS, ...replayable]);
+  if (status === 429) return responseHeaders([...RATE_LIMIT_HEADERS, 'Retry-After']);
+  // A dependency outage can strike before the limits are counted (authentication on a cache miss).
+  if (status === 503) return responseHeaders(['Retry-After'], RATE_LIMIT_HEADERS);
+  if (status === 409 && method === 'post') return responseHeaders(RATE_LIMIT_HEADERS, ['Retry-After', ...replayable]);
+  return responseHeaders(RATE_LIMIT_HEADERS, replayable);
+}
+
+function registerOperation(registry: OpenAPIRegistry, route: AnyRoute) {
+  const errors: Array<[number, string, ResponseHeaderName[]?]> = [...(route.errors ?? []), ...COMMON_ERRORS];
+  errors.push([400, route.params || route.query || route.body ? 'INVALID_REQUEST | MISSING_REQUIRED_FIELD' : 'INVALID_REQUEST']);
+  if (route.method === 'post') errors.push([409, 'IDEMPOTENCY_KEY_REUSED | IDEMPOTENCY_KEY_IN_USE']);
+  if (route.body) errors.push([413, 'PAYLOAD_TOO_LARGE'], [415, 'UNSUPPORTED_MEDIA_TYPE']);
+  const byStatus = new Map<number, string[]>();
+  const extraHeaders = new Map<number, ResponseHeaderName[]>();
+  for (const [status, code, optional] of errors) {
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+    if (optional) extraHeaders.set(status, [...(extraHeaders.get(status) ?? []), ...optional]);
+  }
+
+  const status = route.status ?? 200;
+  const responses: Record<string, ResponseConfig> = {
+    [String(status)]: {
       description: 'Success',
+      headers: { ...headersFor(status, route.method), ...responseHeaders(route.produces?.headers ?? [], route.produces?.optionalHeaders) },
       ...(route.response ? { content: { 'application/json': { schema: route.response } } } : {}),
+      ...(route.produces ? { content: Object.fromEntries(Object.entries(route.produces.content).map(([type, schema]) => [type, { schema }])) } : {}),
     },
   };
-  for (const [status, codes] of byStatus) {
-    responses[String(status)] = { description: codes.join(' | '), content: { 'application/json': { schema: ErrorOut } } };
+  for (const [alsoStatus, description] of route.alsoAnswers ?? []) {
+    responses[String(alsoStatus)] = {
+      description,
+      headers: headersFor(alsoStatus, route.method),
+      ...(route.response ? { content: { 'application/json': { schema: route.response } } } : {}),
+    };
+  }
+  for (const [errorStatus, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
+    responses[String(errorStatus)] = {
+      description: codes.join(' | '),
+      headers: { ...headersFor(errorStatus, route.method), ...responseHeaders([], extraHeaders.get(errorStatus)) },
+      content: { 'application/json': { schema: ErrorOut } },
+    };
   }
 
   registry.registerPath({
@@ -159,6 +228,8 @@ function registerOperation(registry: OpenAPIRegistry, route: AnyRoute) {
     summary: route.summary,
     ...(route.description ? { description: route.description } : {}),
     tags: [route.tag],
+    // Tokens (OAuth, JWT) need the route's scope; an API key needs the permission level that includes it.
+    security: [{ apiKey: [] }, { oauth2: [route.scope] }, { jwt: [route.scope] }],
     request: {
       ...(route.params ? { params: route.params as z.ZodObject } : {}),
       ...(route.query ? { query: route.query as z.ZodObject } : {}),

@@ -55,10 +55,14 @@ export function parseInput<S extends z.ZodType>(schema: S, input: unknown, class
 
 /** Query-string helpers: every query value arrives as a string. */
 export const queryBoolean = z.enum(['true', 'false']).transform((v) => v === 'true');
+/**
+ * A query integer: only 1–9 plain digits are converted, anything else stays as it came and
+ * fails with "must be an integer". A preprocess (not a string pipe) so that the OpenAPI
+ * document describes the parameter as an integer with its bounds.
+ */
 export const queryInt = (min: number, max: number) =>
-  z
-    .string()
-    .regex(/^\d{1,9}$/, 'must be an integer')
-    .transform(Number)
-    .pipe(z.number().int().min(min).max(max));
+  z.preprocess(
+    (v) => (typeof v === 'string' && /^\d{1,9}$/.test(v) ? Number(v) : v),
+    z.number({ error: (issue) => (issue.code === 'invalid_type' ? 'must be an integer' : undefined) }).int().min(min).max(max),
+  );
 export const isoDateTime = z.iso.datetime({ offset: true }).or(z.iso.date());

@@ -14,11 +14,17 @@
  * recalled.
  *
  * Final failures are ApplicationFailures of the types in ExecutionErrorTypes; the workflow
- * maps them to the execution's error_type.
+ * maps them to the execution's error_type. Whether a failure is retried is decided here,
+ * by temporal/failures.ts: our own infrastructure being unavailable is waited out (up to
+ * ACTIVITY_INFRA_RETRY_HOURS), a provider's failure gets the node's bounded budget and
+ * then `ExecutionApiError`. Provider calls are wrapped in `ProviderError` so that their
+ * connection errors are never taken for our database's.
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Services } from '../../src/services';
+import { failpoint } from '../../src/failpoints';
+import { endpointsFromConfig, ProviderError } from '../../src/failures';
 import { channelAdapterFor, ChannelRejectedError } from '../../src/modules/executions/channel-adapter';
 import {
   clearWaiting,
@@ -43,9 +49,11 @@ import {
   type CustomerReply,
   ExecutionErrorTypes,
   type FormNodeSpec,
+  formScores,
   formWaitKey,
   type MessageNodeSpec,
 } from '../executions.shared';
+import { dependencyWaitsFor, type FailurePolicy, type ProviderBudget, runWithFailurePolicy } from '../failures';
 
 export const DEFAULT_CONFIDENCE_THRESHOLD = 0.5;
 export const DEFAULT_FALLBACK = "I'm not sure about that one. A teammate will follow up with you shortly.";
@@ -57,13 +65,31 @@ export interface NodeActivityInput<N> {
   startedAt: number;
 }
 
+/** A send is seconds; five attempts span about half a minute of provider trouble. */
+export const NODE_PROVIDER_BUDGET: ProviderBudget = { maximumAttempts: 5, initialIntervalMs: 500, maximumIntervalMs: 10_000, finalType: ExecutionErrorTypes.api };
+/** ai_response may wait on a model endpoint: fewer, slower attempts. */
+export const AI_PROVIDER_BUDGET: ProviderBudget = { maximumAttempts: 4, initialIntervalMs: 1_000, maximumIntervalMs: 15_000, finalType: ExecutionErrorTypes.api };
+
 const notRunning = (ctx: ExecutionContext, what: string) =>
   ApplicationFailure.nonRetryable(`execution ${ctx.executionId} is no longer running; ${what} skipped`, ExecutionErrorTypes.notRunning);
+
+/** `scores` only for forms with rating / nps fields (the analytics rollups read them), so other steps keep their output shape. */
+const scoresOf = (fields: FormNodeSpec['fields'], answers: Record<string, string>) => {
+  const scores = formScores(fields, answers);
+  return scores ? { scores } : {};
+};
 
 export function createExecutionActivities(deps: { services: Services }) {
   const { services } = deps;
   const em = () => services.orm.em.fork() as EntityManager;
   const adapter = channelAdapterFor(services.config);
+  const policy: FailurePolicy = {
+    waits: dependencyWaitsFor(services.metrics.registry),
+    endpoints: endpointsFromConfig(services.config),
+    infraRetryMs: services.config.ACTIVITY_INFRA_RETRY_HOURS * 3_600_000,
+  };
+  /** The completion must be written: it waits out any outage, however long. */
+  const completionPolicy: FailurePolicy = { ...policy, infraRetryMs: Infinity };
 
   /**
    * The step an earlier attempt recorded (returned as is), else a check that the execution
@@ -97,7 +123,7 @@ export function createExecutionActivities(deps: { services: Services }) {
       });
     } catch (err) {
       if (err instanceof ChannelRejectedError) throw ApplicationFailure.nonRetryable(err.message, ExecutionErrorTypes.api);
-      throw err;
+      throw new ProviderError('channel', `channel provider: ${(err as Error).message}`, { cause: err });
     }
   };
 
@@ -116,7 +142,7 @@ export function createExecutionActivities(deps: { services: Services }) {
     return (await findStepOutput(em(), ctx.executionId, step.nodeId)) ?? step.output;
   };
 
-  return {
+  const impl = {
     async runMessageNode({ ctx, node, startedAt }: NodeActivityInput<MessageNodeSpec>): Promise<{ message_sent: string }> {
       const done = await doneOrRunning(ctx, node.id);
       if (done) return done as { message_sent: string };
@@ -153,7 +179,7 @@ export function createExecutionActivities(deps: { services: Services }) {
           response = await rewriteWithModel(services.config, question, retrieved.answer!);
         } catch (err) {
           if (err instanceof ModelRejectedError) throw ApplicationFailure.nonRetryable(err.message, ExecutionErrorTypes.api);
-          throw err;
+          throw new ProviderError('model', `model endpoint: ${(err as Error).message}`, { cause: err });
         }
       }
       const out = await sendAndRecord(
@@ -218,7 +244,7 @@ export function createExecutionActivities(deps: { services: Services }) {
           status: 'completed',
           startedAt: new Date(startedAt),
           input: { fields: node.fields.map((f) => f.name) },
-          output: { form_data: answers },
+          output: { form_data: answers, ...scoresOf(node.fields, answers) },
         });
         await clearWaiting(tx as EntityManager, ctx);
       });
@@ -231,7 +257,7 @@ export function createExecutionActivities(deps: { services: Services }) {
       failedStep?: { nodeId: string; type: string; startedAt: number; input: Record<string, unknown> };
     }): Promise<boolean> {
       const { ctx, completion, failedStep } = input;
-      return await em().transactional(async (tx) => {
+      const finished = await em().transactional(async (tx) => {
         if (failedStep) {
           await insertStep(tx as EntityManager, ctx, {
             ...failedStep,
@@ -244,7 +270,20 @@ export function createExecutionActivities(deps: { services: Services }) {
         }
         return await finishExecution(tx as EntityManager, ctx.executionId, completion);
       });
+      // Crash tests die here: the finish is committed, Temporal has not recorded it, so it runs again.
+      failpoint(services.config, 'execution.after_finish');
+      return finished;
     },
+  };
+
+  type In<K extends keyof typeof impl> = Parameters<(typeof impl)[K]>[0];
+  return {
+    runMessageNode: (i: In<'runMessageNode'>) => runWithFailurePolicy(policy, NODE_PROVIDER_BUDGET, () => impl.runMessageNode(i)),
+    runAiResponseNode: (i: In<'runAiResponseNode'>) => runWithFailurePolicy(policy, AI_PROVIDER_BUDGET, () => impl.runAiResponseNode(i)),
+    sendFormPrompt: (i: In<'sendFormPrompt'>) => runWithFailurePolicy(policy, NODE_PROVIDER_BUDGET, () => impl.sendFormPrompt(i)),
+    closeFormWait: (i: In<'closeFormWait'>) => runWithFailurePolicy(policy, NODE_PROVIDER_BUDGET, () => impl.closeFormWait(i)),
+    recordFormStep: (i: In<'recordFormStep'>) => runWithFailurePolicy(policy, NODE_PROVIDER_BUDGET, () => impl.recordFormStep(i)),
+    completeExecution: (i: In<'completeExecution'>) => runWithFailurePolicy(completionPolicy, undefined, () => impl.completeExecution(i)),
   };
 }
 

@@ -5,6 +5,8 @@
  */
 import { createConnectivityActivities } from './connectivity.activities';
 import { createExecutionActivities } from './executions.activities';
+import { createReportActivities } from './reports.activities';
+import { createReplayActivities } from './replays.activities';
 import { createTriggerActivities } from './triggers.activities';
 import { createWebhookActivities } from './webhooks.activities';
 
@@ -21,6 +23,8 @@ export function createActivities(deps: ActivityDeps) {
     ...createExecutionActivities({ services: deps.services }),
     ...createTriggerActivities({ services: deps.services }),
     ...createWebhookActivities({ services: deps.services }),
+    ...createReportActivities({ services: deps.services }),
+    ...createReplayActivities({ services: deps.services }),
   };
 }
 

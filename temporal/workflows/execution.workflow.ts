@@ -41,21 +41,41 @@ import {
   type FormNodeSpec,
   validateFormReply,
 } from '../executions.shared';
+import { ACTIVITY_DECIDES_RETRY, FailureTypes } from '../failure-types';
 
 const NON_RETRYABLE = [ExecutionErrorTypes.validation, ExecutionErrorTypes.api, ExecutionErrorTypes.notRunning];
 
-/** Node activities: a send is seconds; five attempts span about half a minute of provider trouble. */
-const nodeActs = proxyActivities<ExecutionActivities>({
-  startToCloseTimeout: '10 seconds',
-  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 5, nonRetryableErrorTypes: NON_RETRYABLE },
-});
-/** ai_response may wait on a model endpoint. */
-const aiActs = proxyActivities<ExecutionActivities>({
-  startToCloseTimeout: '45 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '15 seconds', maximumAttempts: 4, nonRetryableErrorTypes: NON_RETRYABLE },
-});
+/** Runs started before the input carried it wait out infrastructure outages for this long. */
+const DEFAULT_INFRA_RETRY_MS = 3_600_000;
+/** Beyond the infrastructure budget: room for the last attempts (a hung attempt still ends). */
+const SCHEDULE_MARGIN_MS = 600_000;
+
 /**
- * The final write must happen: retried until the database takes it. A local activity: one
+ * Node activities decide their own retries (temporal/failures.ts): an outage of our own
+ * PostgreSQL or Redis is waited out for the configured hours, a provider error gets the
+ * node's bounded budget. The policy here only sets no limit; schedule-to-close bounds a
+ * node that keeps timing out (a hung database) to the same hours.
+ */
+function nodeActivities(infraRetryMs: number) {
+  const scheduleToCloseTimeout = infraRetryMs + SCHEDULE_MARGIN_MS;
+  return {
+    /** A send is seconds. */
+    nodeActs: proxyActivities<ExecutionActivities>({
+      startToCloseTimeout: '10 seconds',
+      scheduleToCloseTimeout,
+      retry: { ...ACTIVITY_DECIDES_RETRY, nonRetryableErrorTypes: NON_RETRYABLE },
+    }),
+    /** ai_response may wait on a model endpoint. */
+    aiActs: proxyActivities<ExecutionActivities>({
+      startToCloseTimeout: '45 seconds',
+      scheduleToCloseTimeout,
+      retry: { ...ACTIVITY_DECIDES_RETRY, nonRetryableErrorTypes: NON_RETRYABLE },
+    }),
+  };
+}
+/**
+ * The final write must happen: retried until the database takes it, however long an
+ * outage lasts (its activity never gives up on infrastructure). A local activity: one
  * short transaction, so it skips a task-queue round trip (about a third of an execution's
  * scheduling cost) and its result is still recorded in history as a marker.
  */
@@ -88,6 +108,8 @@ function classify(err: unknown): { errorType: ErrorType; message: string } {
     const cause = err.cause;
     if (cause instanceof ApplicationFailure) {
       if (cause.type === ExecutionErrorTypes.validation) return { errorType: 'validation_error', message: cause.message };
+      // Our own infrastructure stayed away longer than the configured hours: we gave up waiting.
+      if (cause.type === FailureTypes.dependencyUnavailable) return { errorType: 'timeout', message: cause.message };
       return { errorType: 'api_error', message: cause.message };
     }
     if (cause instanceof TimeoutFailure) return { errorType: 'timeout', message: 'a node activity timed out' };
@@ -103,6 +125,7 @@ function nodeInput(node: ExecutionNodeSpec, question: string): Record<string, un
 }
 
 export async function executionWorkflow(input: ExecutionWorkflowInput): Promise<ExecutionWorkflowResult> {
+  const { nodeActs, aiActs } = nodeActivities(input.infraRetryMs ?? DEFAULT_INFRA_RETRY_MS);
   const ctx = {
     executionId: input.executionId,
     organizationId: input.organizationId,

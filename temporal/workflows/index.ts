@@ -6,3 +6,5 @@ export * from './connectivity.workflow';
 export * from './execution.workflow';
 export * from './scheduled-trigger.workflow';
 export * from './webhook-delivery.workflow';
+export * from './export.workflow';
+export * from './replay.workflow';

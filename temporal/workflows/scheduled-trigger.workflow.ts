@@ -5,19 +5,17 @@
  */
 import { proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { TriggerActivities } from '../activities/triggers.activities';
-import type { FireScheduledTriggerResult, ScheduledTriggerInput } from '../triggers.shared';
+import { ACTIVITY_DECIDES_RETRY } from '../failure-types';
+import { type FireScheduledTriggerResult, type ScheduledTriggerInput, TRIGGER_FIRING_FAILED } from '../triggers.shared';
 
+/**
+ * The activity decides its retries (temporal/failures.ts): an outage of our database is
+ * waited out, anything else gets 20 attempts and then fails with TRIGGER_FIRING_FAILED.
+ * A firing the domain refuses is not a failure: the activity returns it as skipped/failed.
+ */
 const { fireScheduledTrigger } = proxyActivities<TriggerActivities>({
   startToCloseTimeout: '30 seconds',
-  scheduleToCloseTimeout: '10 minutes',
-  retry: {
-    initialInterval: '1 second',
-    backoffCoefficient: 2,
-    maximumInterval: '30 seconds',
-    maximumAttempts: 20,
-    // An AppError means the firing is already recorded as failed (or refused): retrying cannot help.
-    nonRetryableErrorTypes: ['AppError'],
-  },
+  retry: { ...ACTIVITY_DECIDES_RETRY, nonRetryableErrorTypes: [TRIGGER_FIRING_FAILED] },
 });
 
 export async function scheduledTriggerWorkflow(input: ScheduledTriggerInput): Promise<FireScheduledTriggerResult> {

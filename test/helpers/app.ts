@@ -3,10 +3,11 @@
  * Redis key prefix of its own, the shared Temporal dev server, and helpers to mint keys.
  */
 import { randomBytes } from 'node:crypto';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import supertest from 'supertest';
 import { createApp } from '../../src/app';
+import { answerClientErrors } from '../../src/http/client-errors';
 import { type Config, loadConfig } from '../../src/config';
 import { createOrm, dropDatabase, ensureDatabase, migrate } from '../../src/db/orm';
 import type { Permission } from '../../src/modules/api-keys/api-key.entity';
@@ -36,6 +37,11 @@ export async function createTestApp(env: Record<string, string> = {}, opts: { lo
   const ownsDatabase = env.DATABASE_URL === undefined;
   const databaseUrl = env.DATABASE_URL ?? `postgresql://postgres@127.0.0.1:5432/wfa_test_${suffix}`.toLowerCase();
   await ensureDatabase(databaseUrl);
+  // Listen first, so that the public base URL (the OAuth issuer, trigger URLs) is the real address.
+  const server: Server = createServer();
+  server.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve) => server.once('listening', resolve));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const config = loadConfig({
     ...process.env,
     DATABASE_URL: databaseUrl,
@@ -45,15 +51,15 @@ export async function createTestApp(env: Record<string, string> = {}, opts: { lo
     TEMPORAL_TASK_QUEUE: `wfa-test-${suffix}`,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    PUBLIC_BASE_URL: baseUrl,
     ...env,
   });
   const orm = await createOrm(databaseUrl, 5);
   await migrate(orm);
   const services = await createServices(config, { orm, ...(opts.logger ? { logger: opts.logger } : {}) });
   const { app } = createApp(services);
-  const server: Server = app.listen(0, '127.0.0.1');
-  await new Promise<void>((resolve) => server.once('listening', resolve));
-  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server.on('request', app.callback());
+  answerClientErrors(server, services.logger);
   let defaultOrg: string | undefined;
 
   const createOrg = async (name = `org-${uniqueSuffix()}`) => {

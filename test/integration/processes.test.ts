@@ -65,6 +65,16 @@ describe('processes: CLI and service start-up', () => {
       const exit = await proc.kill('SIGTERM', 30_000);
       expect(exit.code).toBe(0);
       expect(proc.lines.join('\n')).toContain('"msg":"stopped"');
+      // One format: the Temporal SDK's logs and webpack's bundling output come through pino too.
+      const notJson = proc.lines.filter((l) => {
+        try {
+          return typeof JSON.parse(l) !== 'object';
+        } catch {
+          return l.trim() !== '';
+        }
+      });
+      expect(notJson).toEqual([]);
+      expect(proc.lines.some((l) => l.includes('"component":"temporal-sdk"') && l.includes('Workflow bundle created'))).toBe(true);
     }
   });
 });

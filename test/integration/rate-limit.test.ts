@@ -55,6 +55,31 @@ describe('rate limits', () => {
     expect(read.headers['x-ratelimit-limit']).toBe('20');
   });
 
+  it("checks an api trigger's hourly limit in the same single check: a refused fire counts against no limit", async () => {
+    const { key } = await t.createKey('admin');
+    const wf = await t.request
+      .post('/v1/workflows')
+      .set(bearer(key))
+      .send({ name: 'rl fire', channel: 'voice', configuration: { nodes: [{ id: 'a', type: 'message', content: 'x' }] } });
+    expect((await t.request.post(`/v1/workflows/${wf.body.data.id}/activate`).set(bearer(key))).status).toBe(200);
+    const trigger = await t.request
+      .post('/v1/triggers')
+      .set(bearer(key))
+      .send({ name: 'rl fire', type: 'api', workflow_id: wf.body.data.id, configuration: { rate_limit: 1 } });
+    expect(trigger.status).toBe(201);
+    const endpoint = trigger.body.data.configuration.endpoint as string;
+    expect((await t.request.post(endpoint).set(bearer(key)).send({ n: 1 })).status).toBe(201); // 4th counted request
+    for (let i = 0; i < 5; i++) {
+      const refused = await t.request.post(endpoint).set(bearer(key)).send({ n: 2 });
+      expect(refused.status).toBe(429);
+      expect(refused.headers['x-ratelimit-limit']).toBe('1');
+      expect(refused.headers['x-ratelimit-remaining']).toBe('0');
+    }
+    const read = await t.request.get('/v1/workflows').set(bearer(key));
+    expect(read.headers['x-ratelimit-limit']).toBe('20');
+    expect(read.headers['x-ratelimit-remaining']).toBe(String(20 - 5));
+  });
+
   it('leaves no counter without an expiry in Redis', async () => {
     const keys = await t.services.redis.keys(`${t.config.REDIS_KEY_PREFIX}rl:*`);
     expect(keys.length).toBeGreaterThan(0);

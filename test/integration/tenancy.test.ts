@@ -52,6 +52,21 @@ describe('tenancy', () => {
     ids.customer_id = data.customer_id;
     ids.execution_id = data.executions[0]!.id;
     ids.log_id = 'whlog_unknown';
+    // Stays `running` too (no worker): a cancel by the stranger would change it.
+    const replay = await ok(post('/v1/replays', { filter: { execution_ids: [ids.execution_id] } }));
+    ids.replay_id = (replay as { data: { id: string } }).data.id;
+    const jwk = { kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo', kid: 'k1' };
+    const app = await ok(post('/v1/applications', { name: 'Private app', scopes: ['workflows:read'], jwks: { keys: [jwk] } }));
+    ids.application_id = (app as { data: { id: string } }).data.id;
+    const user = await ok(post('/v1/users', { email: 'private@example.com', password: 'a long private password', role: 'read' }));
+    ids.user_id = (user as { data: { id: string } }).data.id;
+    const client = await ok(post('/v1/oauth-clients', { name: 'Private client', type: 'confidential', redirect_uris: ['https://a.example/cb'], scopes: ['workflows:read'] }));
+    ids.client_id = (client as { data: { id: string } }).data.id;
+    // No worker either: the export and the report stay pending, and belong to the owner.
+    const exported = await ok(post('/v1/analytics/export', { data_type: 'executions' }));
+    ids.export_id = (exported as { data: { export_id: string } }).data.export_id;
+    const report = await ok(post('/v1/analytics/reports', { name: 'Private report', metrics: ['total_executions'] }));
+    ids.report_id = (report as { data: { report_id: string } }).data.report_id;
   });
   afterAll(() => t.close());
 
@@ -67,6 +82,12 @@ describe('tenancy', () => {
           `/v1/knowledge-bases/${ids.knowledge_base_id}/articles/${ids.article_id}`,
           `/v1/customers/${ids.customer_id}`,
           `/v1/api-keys/${ids.key_id}`,
+          `/v1/applications/${ids.application_id}`,
+          `/v1/users/${ids.user_id}`,
+          `/v1/oauth-clients/${ids.client_id}`,
+          `/v1/analytics/export/${ids.export_id}`,
+          `/v1/analytics/reports/${ids.report_id}`,
+          `/v1/replays/${ids.replay_id}`,
         ].map(async (path) => {
           const res = await t.request.get(path).set(bearer(owner));
           expect({ path, status: res.status }).toEqual({ path, status: 200 });
@@ -97,7 +118,7 @@ describe('tenancy', () => {
   });
 
   it('never lists another organization\'s resources', async () => {
-    for (const path of ['/v1/workflows', '/v1/triggers', '/v1/webhooks', '/v1/knowledge-bases', '/v1/customers', '/v1/api-keys']) {
+    for (const path of ['/v1/workflows', '/v1/triggers', '/v1/webhooks', '/v1/knowledge-bases', '/v1/customers', '/v1/api-keys', '/v1/applications', '/v1/users', '/v1/oauth-clients']) {
       const res = await t.request.get(path).set(bearer(stranger));
       expect({ path, status: res.status }).toEqual({ path, status: 200 });
       expect(JSON.stringify(res.body.data)).not.toMatch(new RegExp(Object.values(ids).join('|')));

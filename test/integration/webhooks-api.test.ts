@@ -92,7 +92,6 @@ test.each([
   [{ url: 'https://localhost/e', events: ['workflow.started'], retry_policy: 'often' }, 400, 'INVALID_RETRY_POLICY', 'retry_policy'],
   [{ url: 'https://localhost/e', events: ['workflow.started'], secret: 'short' }, 400, 'INVALID_REQUEST', 'secret'],
   [{ url: 'https://localhost/e', events: ['workflow.started'], colour: 'red' }, 400, 'INVALID_REQUEST', 'colour'],
-  [{ url: 'https://no-such-host.invalid/e', events: ['workflow.started'] }, 422, 'WEBHOOK_VALIDATION_FAILED', 'url'],
 ])('create %j → %i %s', async (body, status, code, field) => {
   const res = await create(body as Record<string, unknown>);
   expect(res.status).toBe(status);

@@ -72,7 +72,8 @@ test('503, 503, 200: exactly three attempts, growing gaps, retry_count 0,1,2, on
   const gap1 = reqs[1]!.at - reqs[0]!.at;
   const gap2 = reqs[2]!.at - reqs[1]!.at;
   expect(gap1).toBeGreaterThanOrEqual(950); // retry_delay_ms
-  expect(gap2).toBeGreaterThan(gap1 * 1.5); // doubled
+  // Lower bounds from the policy only: a loaded machine can stretch a gap, never shorten it.
+  expect(gap2).toBeGreaterThanOrEqual(1900); // retry_delay_ms × 2
   const logs = await kit.logs(auth, hook.id);
   expect(logs.map((l) => [l.attempt, l.status, l.response_code])).toEqual([
     [1, 'failed', 503],

@@ -31,6 +31,17 @@ test.each([
   'https://[fe80::1]/hook',
   'https://[fd00:ec2::254]/hook',
   'https://metadata.google.internal/computeMetadata/v1',
+  // Documentation and other IANA special-purpose ranges (IPv4 and IPv6 registries).
+  'https://192.0.2.10/hook',
+  'https://198.51.100.10/hook',
+  'https://203.0.113.10/hook',
+  'https://192.88.99.1/hook',
+  'https://192.31.196.1/hook',
+  'https://[2001:db8::1]/hook',
+  'https://[3fff::1]/hook',
+  'https://[2002:c000:201::1]/hook',
+  'https://[2001::1]/hook',
+  'https://[100::1]/hook',
 ])('creating a webhook for %s is 400 INVALID_WEBHOOK_URL', async (url) => {
   const { auth } = await kit.tenant();
   const res = await kit.t.request.post('/v1/webhooks').set(auth).send({ url, events: ['workflow.completed'] });
@@ -61,4 +72,23 @@ test('a name that resolves to 127.0.0.1 at send time is refused at connect time,
   expect(probe.status).toBe(200);
   expect(probe.body.data).toMatchObject({ status: 'failed', response_code: 0 });
   expect(kit.receiver.requests).toHaveLength(0);
+});
+
+test('a host that does not resolve is accepted at creation; at delivery each attempt fails with the reason and is retried', async () => {
+  const { orgId, auth } = await kit.tenant();
+  const created = await kit.t.request
+    .post('/v1/webhooks')
+    .set(auth)
+    .send({ url: 'https://receiver-goes-live-tomorrow.invalid/hook', events: ['workflow.completed'], retry_policy: { max_retries: 1, retry_delay_ms: 100 } });
+  expect(created.status).toBe(201);
+  const hookId = created.body.data.id as string;
+  await kit.emit(orgId, 'workflow.completed');
+  const logs = await waitFor(async () => {
+    const rows = await kit.logs(auth, hookId);
+    return rows.length === 2 && rows;
+  }, 'two failed attempts');
+  for (const [i, row] of logs.entries()) {
+    expect(row).toMatchObject({ attempt: i + 1, status: 'failed', response_code: 0 });
+    expect(row.error_message).toMatch(/connection failed \((ENOTFOUND|EAI_AGAIN)\)/);
+  }
 });

@@ -45,7 +45,7 @@ test('the custom search attributes are registered as Keyword', async () => {
     namespace: TEST_NAMESPACE,
   });
   expect(SEARCH_ATTRIBUTES.map((k) => k.name).sort()).toEqual(
-    ['WfaChannel', 'WfaCustomerId', 'WfaOrganizationId', 'WfaTriggerId', 'WfaWorkflowId'],
+    ['WfaChannel', 'WfaCustomerId', 'WfaExportId', 'WfaOrganizationId', 'WfaReportId', 'WfaTriggerId', 'WfaWorkflowId'],
   );
   for (const { name } of SEARCH_ATTRIBUTES) expect(customAttributes?.[name]).toBe(KEYWORD);
 });

@@ -7,8 +7,8 @@ import { createHmac } from 'node:crypto';
 import { buildDeliveryRetryPolicy, delayAfterRetryAfter, deliveryWorkflowId, retryDelayMs } from '../../temporal/webhooks.shared';
 import { classifyAnswer, parseRetryAfter } from '../../src/modules/webhooks/webhook.sender';
 import { checkUrlSyntax, isForbiddenAddress } from '../../src/modules/webhooks/webhook-target';
-import { signBody } from '../../src/http/signature';
-import { deliveryHeaders, standardWebhookSignature } from '../../src/modules/webhooks/webhook.signature';
+import { signBody, standardWebhookSignature } from '../../src/http/signature';
+import { deliveryHeaders } from '../../src/modules/webhooks/webhook.signature';
 
 const durationMs = (d: unknown) => (typeof d === 'number' ? d : Number.NaN);
 
@@ -71,8 +71,12 @@ test('Retry-After as seconds or an HTTP date', () => {
 test('forbidden addresses', () => {
   const forbidden = ['127.0.0.1', '127.9.9.9', '10.0.0.1', '172.16.5.4', '172.31.255.255', '192.168.1.1', '169.254.169.254',
     '100.64.0.1', '100.100.100.200', '0.0.0.0', '224.0.0.1', '255.255.255.255', '::1', '::', '::ffff:127.0.0.1', '::ffff:8.8.8.8',
-    'fe80::1', 'fc00::1', 'fd00:ec2::254', 'ff02::1', '64:ff9b::7f00:1'];
-  const allowed = ['8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '203.0.113.7', '2606:4700:4700::1111'];
+    'fe80::1', 'fc00::1', 'fd00:ec2::254', 'ff02::1', '64:ff9b::7f00:1',
+    // documentation (RFC 5737, 3849, 9637) and the rest of the IANA special-purpose registries
+    '192.0.2.1', '198.51.100.200', '203.0.113.7', '192.0.0.9', '192.31.196.1', '192.52.193.1', '192.88.99.1', '192.175.48.1',
+    '198.18.0.1', '240.0.0.1', '2001:db8::1', '3fff::1', '2001::1', '2001:2::1', '2001:10::1', '2002:0808:0808::1',
+    '2620:4f:8000::1', '100::1', '100:0:0:1::1', '5f00::1'];
+  const allowed = ['8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '192.0.3.1', '198.51.101.1', '203.0.114.1', '2606:4700:4700::1111', '2001:4860:4860::8888', '2a00:1450::1'];
   for (const a of forbidden) expect([a, isForbiddenAddress(a)]).toEqual([a, true]);
   for (const a of allowed) expect([a, isForbiddenAddress(a)]).toEqual([a, false]);
 });

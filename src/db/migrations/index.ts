@@ -9,6 +9,13 @@ import { Migration20261122000500_webhooks } from './Migration20261122000500_webh
 import { Migration20261122000400_triggers } from './Migration20261122000400_triggers';
 import { Migration20261123000100_reply_waits } from './Migration20261123000100_reply_waits';
 import { Migration20261124000100_temporal_cancels } from './Migration20261124000100_temporal_cancels';
+import { Migration20261125000200_analytics } from './Migration20261125000200_analytics';
+import { Migration20261125000300_applications } from './Migration20261125000300_applications';
+import { Migration20261125000300_users } from './Migration20261125000300_users';
+import { Migration20261125000300_oauth } from './Migration20261125000300_oauth';
+import { Migration20261125000100_provider_message_ids } from './Migration20261125000100_provider_message_ids';
+import { Migration20261125000400_reports_exports } from './Migration20261125000400_reports_exports';
+import { Migration20261125000500_replays } from './Migration20261125000500_replays';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -18,4 +25,11 @@ export const migrationsList = [
   { name: 'Migration20261122000400_triggers', class: Migration20261122000400_triggers },
   { name: 'Migration20261123000100_reply_waits', class: Migration20261123000100_reply_waits },
   { name: 'Migration20261124000100_temporal_cancels', class: Migration20261124000100_temporal_cancels },
+  { name: 'Migration20261125000200_analytics', class: Migration20261125000200_analytics },
+  { name: 'Migration20261125000300_applications', class: Migration20261125000300_applications },
+  { name: 'Migration20261125000300_users', class: Migration20261125000300_users },
+  { name: 'Migration20261125000300_oauth', class: Migration20261125000300_oauth },
+  { name: 'Migration20261125000100_provider_message_ids', class: Migration20261125000100_provider_message_ids },
+  { name: 'Migration20261125000400_reports_exports', class: Migration20261125000400_reports_exports },
+  { name: 'Migration20261125000500_replays', class: Migration20261125000500_replays },
 ];

@@ -1,6 +1,6 @@
 /** `/v1/api-keys` (admin only) and `/v1/me`. */
 import { SCOPES } from '../../http/auth';
-import { MessageOut } from '../../http/openapi';
+import { MessageOut, Timestamp } from '../../http/openapi';
 import { paginate, PaginationOut, paginationQuery } from '../../http/pagination';
 import { type AnyRoute, defineRoute } from '../../http/route';
 import { z } from '../../http/zod';
@@ -15,8 +15,8 @@ const ApiKeyOut = z
     permission: z.enum(PERMISSIONS),
     prefix: z.string().openapi({ example: 'wfa_3xQb' }),
     last_four: z.string(),
-    created_at: z.string(),
-    last_used_at: z.string().nullable(),
+    created_at: Timestamp,
+    last_used_at: Timestamp.nullable(),
   })
   .openapi('ApiKey');
 
@@ -32,12 +32,16 @@ const KeyIdParams = z.object({ key_id: z.string().max(64) });
 
 const MeOut = z
   .object({
-    credential_type: z.enum(['api_key']),
-    credential_id: z.string(),
+    credential_type: z.enum(['api_key', 'oauth', 'jwt']),
+    credential_id: z.string().openapi({ description: 'API key id, OAuth grant id (one user’s consent to one client) or JWT application id' }),
     name: z.string(),
     organization_id: z.string(),
-    permission: z.enum(PERMISSIONS),
+    permission: z.enum(PERMISSIONS).nullable().openapi({ description: 'The API key’s level or the OAuth user’s role; null for a JWT' }),
     scopes: z.array(z.enum(SCOPES)),
+    sub: z.string().optional().openapi({ description: 'JWT `sub`, or the OAuth user id' }),
+    client_id: z.string().optional().openapi({ description: 'OAuth: the client the token was issued to' }),
+    user_id: z.string().optional().openapi({ description: 'OAuth: the user who consented' }),
+    expires_at: z.string().optional().openapi({ description: 'OAuth and JWT: when the token expires' }),
   })
   .openapi('Me');
 
@@ -73,6 +77,10 @@ export function apiKeyRoutes(services: Services): AnyRoute[] {
             organization_id: c.organizationId,
             permission: c.permission,
             scopes: SCOPES.filter((s) => c.scopes.has(s)),
+            ...(c.subject !== undefined ? { sub: c.subject } : {}),
+            ...(c.clientId !== undefined ? { client_id: c.clientId } : {}),
+            ...(c.userId !== undefined ? { user_id: c.userId } : {}),
+            ...(c.expiresAt !== undefined ? { expires_at: c.expiresAt.toISOString() } : {}),
           },
         };
       },

@@ -7,12 +7,14 @@
 import { EntitySchema, OptionalProps } from '@mikro-orm/core';
 
 export class Customer {
-  [OptionalProps]?: 'name' | 'metadata' | 'messageCount' | 'firstSeenAt' | 'lastMessageAt' | 'createdAt' | 'updatedAt';
+  [OptionalProps]?: 'name' | 'tags' | 'metadata' | 'messageCount' | 'firstSeenAt' | 'lastMessageAt' | 'createdAt' | 'updatedAt';
   id!: string;
   organizationId!: string;
   channel!: string;
   externalId!: string;
   name: string | null = null;
+  /** Free-form labels set through PUT /v1/customers/{id}; analytics segments by them. */
+  tags: string[] = [];
   metadata: Record<string, unknown> = {};
   messageCount = 0;
   firstSeenAt: Date = new Date();
@@ -30,6 +32,7 @@ export const CustomerSchema = new EntitySchema<Customer>({
     channel: { type: 'string' },
     externalId: { type: 'string', fieldName: 'external_id' },
     name: { type: 'string', nullable: true },
+    tags: { type: 'text[]' },
     metadata: { type: 'json' },
     messageCount: { type: 'integer', fieldName: 'message_count' },
     firstSeenAt: { type: 'Date', fieldName: 'first_seen_at' },

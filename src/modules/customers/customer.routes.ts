@@ -5,7 +5,8 @@ import { offsetOf, paginate, PaginationOut } from '../../http/pagination';
 import { type AnyRoute, defineRoute } from '../../http/route';
 import { z } from '../../http/zod';
 import type { Services } from '../../services';
-import { CustomerListQuery, CustomerOut, CustomerParams, TranscriptMessageOut, TranscriptQuery } from '../executions/execution.schemas';
+import { CustomerListQuery, CustomerOut, CustomerParams, CustomerUpdateIn, TranscriptMessageOut, TranscriptQuery } from '../executions/execution.schemas';
+import { recordEvent } from '../events/outbox';
 import { ConversationMessage, Customer } from './customer.entity';
 
 const CUSTOMER_NOT_FOUND: [number, string] = [404, 'CUSTOMER_NOT_FOUND'];
@@ -16,6 +17,7 @@ export function toCustomerOut(c: Customer): z.output<typeof CustomerOut> {
     channel: c.channel,
     external_id: c.externalId,
     name: c.name,
+    tags: c.tags,
     message_count: c.messageCount,
     first_seen_at: c.firstSeenAt.toISOString(),
     last_message_at: c.lastMessageAt?.toISOString() ?? null,
@@ -83,6 +85,40 @@ export function customerRoutes(services: Services): AnyRoute[] {
       errors: [CUSTOMER_NOT_FOUND],
       async handler({ params, credential }) {
         return { data: toCustomerOut(await requireCustomer(em(), credential.organizationId, params.customer_id)) };
+      },
+    }),
+    defineRoute({
+      method: 'put',
+      path: '/v1/customers/{customer_id}',
+      operationId: 'updateCustomer',
+      summary: "Update a customer's name or tags (tags are analytics segments)",
+      tag,
+      scope: 'workflows:write',
+      limits: ['resource_write'],
+      params: CustomerParams,
+      body: CustomerUpdateIn,
+      response: z.object({ data: CustomerOut }),
+      errors: [CUSTOMER_NOT_FOUND],
+      async handler({ params, body, credential }) {
+        const e = em();
+        const c = await requireCustomer(e, credential.organizationId, params.customer_id);
+        const changed: string[] = [];
+        if (body.name !== undefined && body.name !== c.name) {
+          c.name = body.name;
+          changed.push('name');
+        }
+        const tags = body.tags === undefined ? c.tags : [...new Set(body.tags)];
+        if (tags.join('\u0000') !== c.tags.join('\u0000')) {
+          c.tags = tags;
+          changed.push('tags');
+        }
+        if (changed.length > 0) {
+          c.updatedAt = new Date();
+          const data = { customer_id: c.id, external_id: c.externalId, channel: c.channel, name: c.name, changed };
+          recordEvent(e, { organizationId: credential.organizationId, type: 'customer.updated', data });
+          await e.flush();
+        }
+        return { data: toCustomerOut(c) };
       },
     }),
     defineRoute({

@@ -15,6 +15,11 @@ export const EVENT_TYPES = [
   'trigger.activated',
   'customer.created',
   'customer.updated',
+  'export.completed',
+  'export.failed',
+  'report.completed',
+  'report.failed',
+  'replay.completed',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -5,6 +5,7 @@
  * re-sends the Temporal cancel of cancelled executions whose cancel was never confirmed
  * (all older than EXECUTION_RECONCILE_GRACE_MS, so it does not race the API's own attempt).
  */
+import { classifyError } from '../../failures';
 import type { Services } from '../../services';
 import { reconcileCancels } from './execution.canceller';
 import { reconcileExecutions } from './execution.starter';
@@ -30,7 +31,12 @@ export function runExecutionReconciler(services: Services): () => Promise<void> 
           services.logger.info(r, 'reconciler started executions / re-delivered replies / re-sent cancels');
         }
       })
-      .catch((err: unknown) => services.logger.warn({ err }, 'execution reconciler pass failed'))
+      .catch((err: unknown) => {
+        // An outage is logged once by the monitor, not every pass.
+        const c = classifyError(err, services.endpoints);
+        if (c.kind === 'infrastructure' && c.dependency !== 'unknown') services.dependencies.reportDown(c.dependency, err);
+        else services.logger.warn({ err }, 'execution reconciler pass failed');
+      })
       .finally(() => {
         if (!stopped) timer = setTimeout(tick, services.config.EXECUTION_RECONCILE_INTERVAL_MS);
       });

@@ -3,7 +3,7 @@
  * steps, retry, cancel) and its metrics.
  */
 import { paginate, PaginationOut } from '../../http/pagination';
-import { type AnyRoute, defineRoute } from '../../http/route';
+import { Answer, type AnyRoute, defineRoute } from '../../http/route';
 import { z } from '../../http/zod';
 import type { Services } from '../../services';
 import {
@@ -38,9 +38,11 @@ export function executionRoutes(services: Services): AnyRoute[] {
       limits: ['execution_ops'],
       body: MessageIn,
       status: 201,
+      alsoAnswers: [[200, 'A redelivery (same provider_message_id on the channel): the first outcome; nothing new is recorded or started']],
       response: z.object({ data: InboundResultOut }),
       async handler({ body, credential }) {
-        return { data: await receiveMessage(services, credential.organizationId, body) };
+        const received = await receiveMessage(services, credential.organizationId, body);
+        return received.duplicate ? new Answer(200, { data: received.result }) : { data: received.result };
       },
     }),
     defineRoute({

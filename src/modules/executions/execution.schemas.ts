@@ -1,9 +1,10 @@
 /** The In / Out shapes of executions, inbound messages, customers and the transcript. */
 import { paginationQuery } from '../../http/pagination';
 import { isoDateTime } from '../../http/validation';
+import { Timestamp } from '../../http/openapi';
 import { z } from '../../http/zod';
 import { DailyMetricOut, GRANULARITIES, MetricsCountersOut, metricsQueryFields, PeriodOut } from '../metrics/execution-metrics';
-import { Channel } from '../workflows/workflow.schemas';
+import { AiResponseNode, Channel, FormNode, MessageNode } from '../workflows/workflow.schemas';
 import { ERROR_TYPES, EXECUTION_STATUSES } from './execution.entity';
 
 const JsonObject = z.record(z.string(), z.unknown());
@@ -23,6 +24,17 @@ export const MessageIn = z
       .optional()
       .openapi({ description: 'Free-form; `language` (a language code) is matched against message triggers' }),
     customer: z.strictObject({ name: z.string().trim().min(1).max(200).optional() }).optional(),
+    provider_message_id: z
+      .string()
+      .trim()
+      .min(1, 'provider_message_id must not be empty')
+      .max(255)
+      .optional()
+      .openapi({
+        description:
+          "The channel provider's id of this message. A message with an id already received on this channel is a redelivery: it answers 200 with the first outcome and starts nothing",
+        example: 'wamid.HBgLMTQxNTU1NTAxMDAVAgARGBI',
+      }),
   })
   .openapi('InboundMessage');
 
@@ -37,18 +49,32 @@ export const InboundResultOut = z
   })
   .openapi('InboundMessageResult');
 
+/** What an execution answered so far; written by the execution workflow (temporal/workflows/execution.workflow.ts). */
+export const ExecutionOutputOut = z
+  .object({
+    response: z.string().nullable().openapi({ description: 'The last text sent to the customer' }),
+    next_action: z.enum(['wait_for_input', 'end', 'cancelled']),
+    form_data: z
+      .record(z.string(), z.record(z.string(), z.string()))
+      .optional()
+      .openapi({ description: 'Form answers by form node id, then field name', example: { ask: { email: 'ada@example.com' } } }),
+    node_id: z.string().optional().openapi({ description: 'While waiting: the form node' }),
+    field: z.string().optional().openapi({ description: 'While waiting: the field asked for' }),
+  })
+  .openapi('ExecutionOutput');
+
 export const ExecutionOut = z
   .object({
     id: z.string().openapi({ example: 'exec_4eC39HqLyjWDarjtT1zd' }),
     workflow_id: z.string(),
     status: z.enum(EXECUTION_STATUSES),
-    started_at: z.string(),
-    completed_at: z.string().nullable(),
+    started_at: Timestamp,
+    completed_at: Timestamp.nullable(),
     duration_ms: z.number().int().nullable(),
     customer_id: z.string().nullable(),
     channel: z.string(),
     input: JsonObject,
-    output: JsonObject.nullable(),
+    output: ExecutionOutputOut.nullable(),
     trigger_id: z.string().nullable(),
     retry_of: z.string().nullable(),
     revision: z.number().int(),
@@ -56,16 +82,29 @@ export const ExecutionOut = z
   })
   .openapi('Execution');
 
+/** A step's output by node type (empty for a failed step). */
+const StepOutputOut = z
+  .object({
+    message_sent: z.string().optional().openapi({ description: 'message nodes' }),
+    response: z.string().optional().openapi({ description: 'ai_response nodes' }),
+    confidence: z.number().min(0).max(1).optional().openapi({ description: 'ai_response nodes' }),
+    fallback_used: z.boolean().optional().openapi({ description: 'ai_response nodes' }),
+    article_ids: z.array(z.string()).optional().openapi({ description: 'ai_response nodes' }),
+    model_used: z.boolean().optional().openapi({ description: 'ai_response nodes' }),
+    form_data: z.record(z.string(), z.string()).optional().openapi({ description: 'form nodes: answers by field name' }),
+  })
+  .openapi('ExecutionStepOutput');
+
 export const StepOut = z
   .object({
     node_id: z.string(),
-    type: z.string(),
+    type: z.enum([MessageNode.shape.type.value, AiResponseNode.shape.type.value, FormNode.shape.type.value]),
     status: z.enum(['completed', 'failed']),
-    started_at: z.string(),
-    completed_at: z.string().nullable(),
+    started_at: Timestamp,
+    completed_at: Timestamp.nullable(),
     duration_ms: z.number().int().nullable(),
     input: JsonObject,
-    output: JsonObject,
+    output: StepOutputOut,
     error: z.object({ type: z.string().nullable(), message: z.string().nullable() }).nullable(),
   })
   .openapi('ExecutionStep');
@@ -100,11 +139,12 @@ export const CustomerOut = z
     channel: z.string(),
     external_id: z.string(),
     name: z.string().nullable(),
+    tags: z.array(z.string()).describe('Labels for analytics segments (customer_segment)'),
     message_count: z.number().int(),
-    first_seen_at: z.string(),
-    last_message_at: z.string().nullable(),
-    created_at: z.string(),
-    updated_at: z.string(),
+    first_seen_at: Timestamp,
+    last_message_at: Timestamp.nullable(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
   })
   .openapi('Customer');
 
@@ -118,7 +158,7 @@ export const TranscriptMessageOut = z
     metadata: JsonObject,
     execution_id: z.string().nullable(),
     node_id: z.string().nullable(),
-    created_at: z.string(),
+    created_at: Timestamp,
   })
   .openapi('TranscriptMessage');
 
@@ -127,6 +167,18 @@ export const CustomerListQuery = z.strictObject({
   channel: Channel.optional(),
   external_id: z.string().min(1).max(128).optional(),
 });
+export const CustomerUpdateIn = z
+  .strictObject({
+    name: z.string().min(1).max(200).nullable().optional(),
+    tags: z
+      .array(z.string().min(1).max(64).regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits, "_", ".", ":" and "-" only'))
+      .max(20)
+      .optional()
+      .describe('Replaces the tags; `new` and `returning` are reserved segment names'),
+  })
+  .refine((b) => !b.tags?.some((t) => t === 'new' || t === 'returning'), { message: '"new" and "returning" are reserved', path: ['tags'] })
+  .openapi('CustomerUpdate');
+
 export const CustomerParams = z.object({ customer_id: z.string().max(64) });
 export const TranscriptQuery = z.strictObject({ ...paginationQuery });
 

@@ -101,8 +101,12 @@ export class ExecutionService {
     return { ...toExecutionOut(e), steps: steps.map(toStepOut) };
   }
 
-  /** A new execution with the same input, customer, channel and trigger, linked by `retry_of`. */
-  async retry(organizationId: string, workflowId: string, executionId: string): Promise<Execution> {
+  /**
+   * A new execution with the same input, customer, channel and trigger, linked by `retry_of`.
+   * A bulk replay passes the retry's id (derived from the replay and the original), so a
+   * repeated call fails on the primary key instead of starting a second retry.
+   */
+  async retry(organizationId: string, workflowId: string, executionId: string, opts: { retryId?: string } = {}): Promise<Execution> {
     const original = await this.get(organizationId, workflowId, executionId);
     if (original.status !== 'failed' && original.status !== 'cancelled') {
       throw conflict('EXECUTION_NOT_RETRYABLE', `Only failed or cancelled executions can be retried; this one is ${original.status}`);
@@ -113,6 +117,7 @@ export class ExecutionService {
       channel: original.channel,
       input: original.input,
       retryOf: original.id,
+      ...(opts.retryId ? { executionId: opts.retryId } : {}),
       ...(original.customerId ? { customerId: original.customerId } : {}),
       ...(original.triggerId ? { triggerId: original.triggerId } : {}),
     });

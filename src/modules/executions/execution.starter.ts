@@ -15,8 +15,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { TypedSearchAttributes, type SearchAttributePair } from '@temporalio/common';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import { AppError, notFound } from '../../http/errors';
+import { conflict, notFound } from '../../errors';
 import { failpoint } from '../../failpoints';
+import { isInfrastructureError } from '../../failures';
+import { isTemporalReachable } from '../../temporal-client';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
 import { recordEvent } from '../events/outbox';
@@ -29,6 +31,10 @@ import {
   type ExecutionWorkflowInput,
 } from '../../../temporal/executions.shared';
 import { Execution } from './execution.entity';
+import { transactionalRetrying } from '../../db/transaction';
+
+/** The reconciler is not holding a request: it gives Temporal longer than a request would. */
+export const RECONCILE_TEMPORAL_TIMEOUT_MS = 10_000;
 
 export interface StartExecutionRequest {
   organizationId: string;
@@ -38,6 +44,8 @@ export interface StartExecutionRequest {
   channel: string;
   input: Record<string, unknown>;
   retryOf?: string;
+  /** A caller-derived id (bulk replay): a second insert of it fails on the primary key. */
+  executionId?: string;
 }
 
 /** A recorded (not yet committed) execution and what its Temporal start needs. */
@@ -48,7 +56,7 @@ export interface PendingExecution {
 }
 
 export const workflowNotActive = (id: string) =>
-  new AppError(409, 'WORKFLOW_NOT_ACTIVE', `Workflow ${id} is not active; activate it before running executions`, { field: 'workflow_id' });
+  conflict('WORKFLOW_NOT_ACTIVE', `Workflow ${id} is not active; activate it before running executions`, 'workflow_id');
 
 /** Data of the workflow.* events: exactly the contract's fields. */
 export function workflowEventData(e: {
@@ -83,7 +91,7 @@ export async function recordExecution(
   if (wf.status !== 'active' || !wf.configuration) throw workflowNotActive(wf.id);
 
   const execution = em.create(Execution, {
-    id: newId('execution'),
+    id: req.executionId ?? newId('execution'),
     organizationId: req.organizationId,
     workflowId: wf.id,
     revision: wf.revision,
@@ -108,32 +116,89 @@ export async function recordExecution(
   return {
     executionId: execution.id,
     triggerId: execution.triggerId,
-    workflowInput: {
-      executionId: execution.id,
-      organizationId: execution.organizationId,
-      workflowId: wf.id,
-      workflowName: wf.name,
-      revision: wf.revision,
-      channel: execution.channel,
-      customerId: execution.customerId,
-      input: execution.input,
-      nodes: wf.configuration.nodes as ExecutionNodeSpec[],
-    },
+    workflowInput: executionWorkflowInput(execution, { name: wf.name, nodes: wf.configuration.nodes }),
+  };
+}
+
+/** The one definition of an execution's workflow input, for the first start and the reconciler alike. */
+export function executionWorkflowInput(
+  e: Pick<Execution, 'id' | 'organizationId' | 'workflowId' | 'revision' | 'channel' | 'customerId' | 'input'>,
+  wf: { name: string; nodes: ExecutionNodeSpec[] },
+): ExecutionWorkflowInput {
+  return {
+    executionId: e.id,
+    organizationId: e.organizationId,
+    workflowId: e.workflowId,
+    workflowName: wf.name,
+    revision: e.revision,
+    channel: e.channel,
+    customerId: e.customerId,
+    input: e.input,
+    nodes: wf.nodes,
   };
 }
 
 /**
+ * Runs a Temporal call for a request without ever waiting on it longer than
+ * TEMPORAL_CALL_TIMEOUT_MS, and not at all while this process knows Temporal is down (the
+ * monitor probes it and says when it is back). Whatever is committed first and left
+ * unconfirmed here is finished by the worker's reconciler. Resolves `true` when the call
+ * succeeded or failed with an error `accept` takes as done (already started, run gone),
+ * `false` when it was skipped, timed out or failed (an outage is reported to the monitor,
+ * which logs it once; anything else is logged as a warning). Never throws.
+ */
+export async function boundedTemporalCall(
+  services: Services,
+  call: () => Promise<unknown>,
+  accept: (err: unknown) => boolean = () => false,
+  limitMs: number = services.config.TEMPORAL_CALL_TIMEOUT_MS,
+): Promise<boolean> {
+  if (services.dependencies.isDown('temporal')) return false;
+  // Aborted at the bound, so the client stops its own retries too (nothing outlives the request).
+  const abort = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => {
+      abort.abort();
+      resolve('timeout');
+    }, limitMs);
+  });
+  const attempt = services.temporal.connection.withAbortSignal(abort.signal, call).then(
+    () => 'ok' as const,
+    (err: unknown) => (accept(err) ? ('ok' as const) : { err }),
+  );
+  try {
+    const outcome = await Promise.race([attempt, timeout]);
+    if (outcome === 'ok') return true;
+    if (outcome === 'timeout') {
+      // Slow is not down (a loaded server answers late): only a failed probe marks it down.
+      void isTemporalReachable(services.temporal.connection).then((up) => {
+        if (!up) services.dependencies.reportDown('temporal', `no answer within ${limitMs} ms`);
+      });
+    } else if (isInfrastructureError(outcome.err, services.endpoints)) {
+      services.dependencies.reportDown('temporal', outcome.err);
+    } else {
+      services.logger.warn({ err: outcome.err }, 'Temporal call failed; left to the reconciler');
+    }
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
  * Starts the Temporal workflow of a committed execution and stamps the row. Never throws
- * for a Temporal outage: the row stays unstamped and the reconciler retries it.
- * Returns whether the start is confirmed.
+ * for a Temporal outage (nor waits on one longer than TEMPORAL_CALL_TIMEOUT_MS): the row
+ * stays unstamped and the reconciler retries it. Returns whether the start is confirmed.
  */
 export async function dispatchExecution(
   services: Services,
   pending: PendingExecution,
   em: EntityManager = services.orm.em.fork() as EntityManager,
+  timeoutMs?: number,
 ): Promise<boolean> {
   failpoint(services.config, 'execution.before_temporal_start');
-  const input = pending.workflowInput;
+  const input: ExecutionWorkflowInput = { ...pending.workflowInput, infraRetryMs: services.config.ACTIVITY_INFRA_RETRY_HOURS * 3_600_000 };
   const pairs: SearchAttributePair[] = [
     { key: SearchAttributeKeys.organizationId, value: input.organizationId },
     { key: SearchAttributeKeys.workflowId, value: input.workflowId },
@@ -141,31 +206,30 @@ export async function dispatchExecution(
   ];
   if (pending.triggerId) pairs.push({ key: SearchAttributeKeys.triggerId, value: pending.triggerId });
   if (input.customerId) pairs.push({ key: SearchAttributeKeys.customerId, value: input.customerId });
-  try {
-    await services.temporal.client.workflow.start(EXECUTION_WORKFLOW_TYPE, {
-      taskQueue: services.config.TEMPORAL_TASK_QUEUE,
-      workflowId: executionWorkflowId(input.executionId),
-      args: [input],
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      typedSearchAttributes: new TypedSearchAttributes(pairs),
-      memo: { workflowName: input.workflowName, workflowId: input.workflowId, revision: input.revision },
-    });
-  } catch (err) {
+  const started = await boundedTemporalCall(
+    services,
+    () =>
+      services.temporal.client.workflow.start(EXECUTION_WORKFLOW_TYPE, {
+        taskQueue: services.config.TEMPORAL_TASK_QUEUE,
+        workflowId: executionWorkflowId(input.executionId),
+        args: [input],
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        typedSearchAttributes: new TypedSearchAttributes(pairs),
+        memo: { workflowName: input.workflowName, workflowId: input.workflowId, revision: input.revision },
+      }),
     // Already started (by us earlier, or by a racing reconciler): that run is the one.
-    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
-      services.logger.warn({ err, executionId: input.executionId }, 'execution start deferred to the reconciler');
-      return false;
-    }
-  }
+    (err) => err instanceof WorkflowExecutionAlreadyStartedError,
+    timeoutMs,
+  );
+  if (!started) return false;
   await em.execute('update executions set temporal_started_at = now() where id = ? and temporal_started_at is null', [input.executionId]);
   return true;
 }
 
 /** Records and commits the execution with its `workflow.started` event, then starts it on Temporal. */
 export async function startExecution(services: Services, req: StartExecutionRequest): Promise<{ executionId: string }> {
-  const em = services.orm.em.fork() as EntityManager;
-  const pending = await em.transactional((tx) => recordExecution(tx as EntityManager, req));
+  const pending = await transactionalRetrying(services.orm.em as EntityManager, (tx) => recordExecution(tx, req));
   await dispatchExecution(services, pending);
   return { executionId: pending.executionId };
 }
@@ -207,21 +271,19 @@ export async function reconcileExecutions(services: Services, opts: { graceMs: n
       [opts.graceMs, opts.batch ?? 100],
     );
     for (const row of rows) {
-      const ok = await dispatchExecution(services, {
-        executionId: row.id,
-        triggerId: row.trigger_id,
-        workflowInput: {
-          executionId: row.id,
+      const workflowInput = executionWorkflowInput(
+        {
+          id: row.id,
           organizationId: row.organization_id,
           workflowId: row.workflow_id,
-          workflowName: row.name,
           revision: row.revision,
           channel: row.channel,
           customerId: row.customer_id,
           input: row.input,
-          nodes: row.configuration.nodes,
         },
-      }, tx as EntityManager);
+        { name: row.name, nodes: row.configuration.nodes },
+      );
+      const ok = await dispatchExecution(services, { executionId: row.id, triggerId: row.trigger_id, workflowInput }, tx as EntityManager, RECONCILE_TEMPORAL_TIMEOUT_MS);
       if (ok) confirmed++;
     }
   });

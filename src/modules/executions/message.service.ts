@@ -12,6 +12,10 @@
  *   trigger already covers; at most one execution per workflow, each with its
  *   `workflow.started` event.
  *
+ * A message with a `provider_message_id` already received on the channel is a redelivery:
+ * nothing is recorded or started and the first message's outcome is returned (the unique
+ * index decides between two concurrent deliveries; the loser's transaction rolls back).
+ *
  * Only after the commit is the reply signalled / are the executions started on Temporal. A
  * crash after the commit loses nothing: the reconciler starts unstarted executions and
  * re-delivers unconfirmed replies (the workflow drops a reply it already has, by message
@@ -20,14 +24,15 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { failpoint } from '../../failpoints';
-import { AppError } from '../../http/errors';
+import { DomainError } from '../../errors';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
 import { recordEvent } from '../events/outbox';
 import { findMatchingMessageTriggers, messageMatches, recordTriggerFiring } from '../triggers/trigger-firing';
 import { Workflow } from '../workflows/workflow.entity';
 import { customerReplySignal, executionWorkflowId } from '../../../temporal/executions.shared';
-import { dispatchExecution, type PendingExecution, recordExecution } from './execution.starter';
+import { boundedTemporalCall, dispatchExecution, type PendingExecution, RECONCILE_TEMPORAL_TIMEOUT_MS, recordExecution } from './execution.starter';
+import { transactionalRetrying } from '../../db/transaction';
 
 export interface InboundMessage {
   channel: string;
@@ -35,6 +40,8 @@ export interface InboundMessage {
   message: string;
   metadata?: Record<string, unknown>;
   customer?: { name?: string };
+  /** The provider's id of the message: a second message with it on the channel is a redelivery. */
+  provider_message_id?: string;
 }
 
 export interface InboundResult {
@@ -148,7 +155,7 @@ async function recordStarts(
       if (fired.pending) started.push({ pending: fired.pending, triggerId: match.triggerId });
     } catch (err) {
       // Paused or deleted since the match: nothing was written for it.
-      if (!(err instanceof AppError)) throw err;
+      if (!(err instanceof DomainError)) throw err;
       services.logger.info({ err, triggerId: match.triggerId }, 'matched trigger could not fire');
     }
   }
@@ -164,23 +171,69 @@ async function recordStarts(
       started.push({ pending, triggerId: null });
     } catch (err) {
       // Deactivated since the match: recordExecution wrote nothing.
-      if (!(err instanceof AppError)) throw err;
+      if (!(err instanceof DomainError)) throw err;
     }
   }
   return started;
 }
 
-export async function receiveMessage(services: Services, organizationId: string, msg: InboundMessage): Promise<InboundResult> {
+/** The provider message id was already received on the channel: the transaction rolls back. */
+class Redelivery extends Error {}
+
+/** What the first message with this id did: the outcome a redelivery answers with. */
+async function firstOutcome(services: Services, organizationId: string, msg: InboundMessage): Promise<InboundResult | undefined> {
+  const conn = services.orm.em.fork().getConnection();
+  const [first] = await conn.execute<Array<{ id: string; customer_id: string; execution_id: string | null; reply_to_wait: string | null }>>(
+    'select id, customer_id, execution_id, reply_to_wait from messages where organization_id = ? and channel = ? and provider_message_id = ?',
+    [organizationId, msg.channel, msg.provider_message_id],
+  );
+  if (!first) return undefined;
+  const result: InboundResult = { message_id: first.id, customer_id: first.customer_id, status: 'no_match', executions: [] };
+  if (first.reply_to_wait !== null && first.execution_id !== null) {
+    const [waiting] = await conn.execute<Array<{ workflow_id: string }>>('select workflow_id from executions where id = ?', [first.execution_id]);
+    result.status = 'resumed';
+    result.executions.push({ id: first.execution_id, workflow_id: waiting?.workflow_id ?? '', trigger_id: null, action: 'resumed' });
+    return result;
+  }
+  const started = await conn.execute<Array<{ id: string; workflow_id: string; trigger_id: string | null }>>(
+    'select id, workflow_id, trigger_id from executions where message_id = ? order by started_at, id',
+    [first.id],
+  );
+  for (const e of started) result.executions.push({ id: e.id, workflow_id: e.workflow_id, trigger_id: e.trigger_id, action: 'started' });
+  if (started.length > 0) result.status = 'started';
+  return result;
+}
+
+export async function receiveMessage(
+  services: Services,
+  organizationId: string,
+  msg: InboundMessage,
+): Promise<{ duplicate: boolean; result: InboundResult }> {
+  if (msg.provider_message_id !== undefined) {
+    const first = await firstOutcome(services, organizationId, msg);
+    if (first) return { duplicate: true, result: first };
+  }
+  try {
+    return { duplicate: false, result: await receiveNew(services, organizationId, msg) };
+  } catch (err) {
+    if (!(err instanceof Redelivery)) throw err;
+    const first = await firstOutcome(services, organizationId, msg);
+    if (!first) throw new Error('redelivered message vanished');
+    return { duplicate: true, result: first };
+  }
+}
+
+async function receiveNew(services: Services, organizationId: string, msg: InboundMessage): Promise<InboundResult> {
   const language = typeof msg.metadata?.language === 'string' ? msg.metadata.language : undefined;
-  const em = services.orm.em.fork() as EntityManager;
-  const recorded: Recorded = await em.transactional(async (t) => {
-    const tx = t as EntityManager;
+  const recorded: Recorded = await transactionalRetrying(services.orm.em as EntityManager, async (tx) => {
     const customerId = await upsertCustomer(tx, organizationId, msg);
     const messageId = newId('message');
     const waiting = await claimWait(tx, organizationId, customerId, msg.channel);
-    await tx.execute(
-      `insert into messages (id, organization_id, customer_id, channel, direction, text, metadata, language, execution_id, reply_to_wait)
-       values (?, ?, ?, ?, 'inbound', ?, ?::jsonb, ?, ?, ?)`,
+    const inserted = await tx.execute<Array<{ id: string }>>(
+      `insert into messages (id, organization_id, customer_id, channel, direction, text, metadata, language, execution_id, reply_to_wait, provider_message_id)
+       values (?, ?, ?, ?, 'inbound', ?, ?::jsonb, ?, ?, ?, ?)
+       on conflict (organization_id, channel, provider_message_id) where provider_message_id is not null do nothing
+       returning id`,
       [
         messageId,
         organizationId,
@@ -191,8 +244,11 @@ export async function receiveMessage(services: Services, organizationId: string,
         language ?? null,
         waiting?.id ?? null,
         waiting?.waiting_key ?? null,
+        msg.provider_message_id ?? null,
       ],
     );
+    // A concurrent delivery of the same provider message committed first: undo ours.
+    if (inserted.length === 0) throw new Redelivery();
     recordEvent(tx, {
       organizationId,
       type: 'message.received',
@@ -203,6 +259,7 @@ export async function receiveMessage(services: Services, organizationId: string,
         channel: msg.channel,
         text: msg.message,
         metadata: msg.metadata ?? {},
+        ...(msg.provider_message_id !== undefined ? { provider_message_id: msg.provider_message_id } : {}),
         execution_id: waiting?.id ?? null,
       },
     });
@@ -234,22 +291,23 @@ export async function receiveMessage(services: Services, organizationId: string,
 }
 
 /**
- * Signals a reply to its execution and stamps `delivered_at`. A Temporal outage leaves the
- * row unstamped for the reconciler; a run that no longer exists is stamped too, there is
- * nothing left to deliver to (it took the reply from PostgreSQL when its timeout fired, or
- * it was cancelled).
+ * Signals a reply to its execution and stamps `delivered_at`. A Temporal outage (or a
+ * signal slower than TEMPORAL_CALL_TIMEOUT_MS) leaves the row unstamped for the
+ * reconciler; a run that no longer exists is stamped too, there is nothing left to deliver
+ * to (it took the reply from PostgreSQL when its timeout fired, or it was cancelled).
  */
-export async function deliverReply(services: Services, r: { messageId: string; executionId: string; text: string }): Promise<boolean> {
-  try {
-    await services.temporal.client.workflow
-      .getHandle(executionWorkflowId(r.executionId))
-      .signal(customerReplySignal, { messageId: r.messageId, text: r.text });
-  } catch (err) {
-    if (!(err instanceof WorkflowNotFoundError)) {
-      services.logger.warn({ err, executionId: r.executionId }, 'reply delivery deferred to the reconciler');
-      return false;
-    }
-  }
+export async function deliverReply(
+  services: Services,
+  r: { messageId: string; executionId: string; text: string },
+  timeoutMs?: number,
+): Promise<boolean> {
+  const delivered = await boundedTemporalCall(
+    services,
+    () => services.temporal.client.workflow.getHandle(executionWorkflowId(r.executionId)).signal(customerReplySignal, { messageId: r.messageId, text: r.text }),
+    (err) => err instanceof WorkflowNotFoundError,
+    timeoutMs,
+  );
+  if (!delivered) return false;
   await services.orm.em.fork().getConnection().execute('update messages set delivered_at = now() where id = ? and delivered_at is null', [r.messageId]);
   return true;
 }
@@ -278,7 +336,7 @@ export async function redeliverReplies(services: Services, graceMs: number): Pro
       await services.orm.em.fork().getConnection().execute('update messages set delivered_at = now() where id = ?', [row.id]);
       continue;
     }
-    if (await deliverReply(services, { messageId: row.id, executionId: row.execution_id, text: row.text })) n++;
+    if (await deliverReply(services, { messageId: row.id, executionId: row.execution_id, text: row.text }, RECONCILE_TEMPORAL_TIMEOUT_MS)) n++;
   }
   return n;
 }

@@ -6,7 +6,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { flushOrConflict } from '../../db/flush';
 import { conflict, notFound } from '../../http/errors';
-import { MessageOut } from '../../http/openapi';
+import { MessageOut, Timestamp } from '../../http/openapi';
 import { offsetOf, paginate, PaginationOut, paginationQuery } from '../../http/pagination';
 import { type AnyRoute, defineRoute } from '../../http/route';
 import { z } from '../../http/zod';
@@ -19,14 +19,14 @@ const description = z.string().max(2000);
 const KnowledgeBaseIn = z.strictObject({ name, description: description.optional() }).openapi('KnowledgeBaseCreate');
 const KnowledgeBaseUpdate = z.strictObject({ name: name.optional(), description: description.optional() }).openapi('KnowledgeBaseUpdate');
 const KnowledgeBaseOut = z
-  .object({ id: z.string(), name: z.string(), description: z.string(), article_count: z.number().int(), created_at: z.string(), updated_at: z.string() })
+  .object({ id: z.string(), name: z.string(), description: z.string(), article_count: z.number().int(), created_at: Timestamp, updated_at: Timestamp })
   .openapi('KnowledgeBase');
 const title = z.string().trim().min(1, 'title must not be empty').max(300);
 const content = z.string().trim().min(1, 'content must not be empty').max(100_000);
 const ArticleIn = z.strictObject({ title, content }).openapi('ArticleCreate');
 const ArticleUpdate = z.strictObject({ title: title.optional(), content: content.optional() }).openapi('ArticleUpdate');
 const ArticleOut = z
-  .object({ id: z.string(), knowledge_base_id: z.string(), title: z.string(), content: z.string(), created_at: z.string(), updated_at: z.string() })
+  .object({ id: z.string(), knowledge_base_id: z.string(), title: z.string(), content: z.string(), created_at: Timestamp, updated_at: Timestamp })
   .openapi('Article');
 const KbParams = z.object({ knowledge_base_id: z.string().max(64) });
 const ArticleParams = KbParams.extend({ article_id: z.string().max(64) });

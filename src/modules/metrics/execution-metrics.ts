@@ -7,6 +7,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AppError } from '../../http/errors';
 import { isoDateTime } from '../../http/validation';
+import { Timestamp } from '../../http/openapi';
 import { z } from '../../http/zod';
 
 export const GRANULARITIES = ['hour', 'day', 'week', 'month'] as const;
@@ -133,4 +134,4 @@ export const DailyMetricOut = z.object({
   average_duration_ms: z.number().int(),
 });
 
-export const PeriodOut = z.object({ start_date: z.string(), end_date: z.string() });
+export const PeriodOut = z.object({ start_date: Timestamp, end_date: Timestamp });

@@ -15,7 +15,7 @@
  * trigger execution with its error; `fireTrigger` then throws that error.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { AppError } from '../../http/errors';
+import { conflict, DomainError, notFound } from '../../errors';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
 import { recordEvent } from '../events/outbox';
@@ -23,6 +23,7 @@ import { dispatchExecution, type PendingExecution, recordExecution } from '../ex
 import { Workflow } from '../workflows/workflow.entity';
 import { Trigger, TriggerExecution } from './trigger.entity';
 import type { MessageTriggerConfig } from './trigger.schemas';
+import { transactionalRetrying } from '../../db/transaction';
 
 export interface MessageMatchQuery {
   organizationId: string;
@@ -111,11 +112,9 @@ export interface FireTriggerResult {
   executionId: string;
 }
 
-export const triggerNotActive = (id: string) =>
-  new AppError(409, 'TRIGGER_NOT_ACTIVE', `Trigger ${id} is not active; activate or resume it first`);
+export const triggerNotActive = (id: string) => conflict('TRIGGER_NOT_ACTIVE', `Trigger ${id} is not active; activate or resume it first`);
 
-const workflowNotActive = (id: string) =>
-  new AppError(409, 'WORKFLOW_NOT_ACTIVE', `Workflow ${id} is not active; a trigger fires only for an active workflow`);
+const workflowNotActive = (id: string) => conflict('WORKFLOW_NOT_ACTIVE', `Workflow ${id} is not active; a trigger fires only for an active workflow`);
 
 /** A firing recorded in the caller's transaction, not yet committed. */
 export interface RecordedFiring {
@@ -125,7 +124,7 @@ export interface RecordedFiring {
   /** The execution to start after the commit; null when the firing failed. */
   pending: PendingExecution | null;
   /** Why no execution could start (409 WORKFLOW_NOT_ACTIVE), recorded on the failed firing. */
-  error: AppError | null;
+  error: DomainError | null;
 }
 
 /**
@@ -141,7 +140,7 @@ export async function recordTriggerFiring(
 ): Promise<RecordedFiring> {
   const fired = await bumpTrigger(tx, req);
   let pending: PendingExecution | null = null;
-  let error: AppError | null = null;
+  let error: DomainError | null = null;
   try {
     pending = await recordExecution(
       tx,
@@ -157,7 +156,7 @@ export async function recordTriggerFiring(
     );
   } catch (err) {
     // recordExecution checks the workflow before it writes anything.
-    if (!(err instanceof AppError) || (err.code !== 'WORKFLOW_NOT_ACTIVE' && err.code !== 'WORKFLOW_NOT_FOUND')) throw err;
+    if (!(err instanceof DomainError) || (err.code !== 'WORKFLOW_NOT_ACTIVE' && err.code !== 'WORKFLOW_NOT_FOUND')) throw err;
     error = workflowNotActive(fired.workflow_id);
   }
   const te = addFiring(tx, req, fired, pending?.executionId ?? null, error);
@@ -176,10 +175,10 @@ export async function fireTrigger(services: Services, req: FireTriggerRequest): 
   if (req.sourceKey) {
     const previous = await em.findOne(TriggerExecution, { triggerId: req.triggerId, sourceKey: req.sourceKey });
     if (previous?.executionId) return { triggerExecutionId: previous.id, executionId: previous.executionId };
-    if (previous) throw new AppError(409, previous.errorCode ?? 'TRIGGER_EXECUTION_FAILED', previous.errorMessage ?? 'Trigger execution failed');
+    if (previous) throw conflict(previous.errorCode ?? 'TRIGGER_EXECUTION_FAILED', previous.errorMessage ?? 'Trigger execution failed');
   }
 
-  const recorded = await em.transactional((tx) => recordTriggerFiring(tx as EntityManager, req));
+  const recorded = await transactionalRetrying(em, (tx) => recordTriggerFiring(tx, req));
   if (!recorded.pending) throw recorded.error ?? workflowNotActive(recorded.workflowId);
   await dispatchExecution(services, recorded.pending);
   return { triggerExecutionId: recorded.triggerExecutionId, executionId: recorded.pending.executionId };
@@ -198,7 +197,7 @@ async function bumpTrigger(tx: EntityManager, req: FireTriggerRequest): Promise<
   const row = rows[0];
   if (!row) {
     const exists = await tx.findOne(Trigger, { id: req.triggerId, organizationId: req.organizationId, deletedAt: null }, { fields: ['id'] });
-    throw exists ? triggerNotActive(req.triggerId) : new AppError(404, 'TRIGGER_NOT_FOUND', 'Trigger not found');
+    throw exists ? triggerNotActive(req.triggerId) : notFound('TRIGGER_NOT_FOUND', 'Trigger');
   }
   return { ...row, now };
 }
@@ -209,7 +208,7 @@ function addFiring(
   req: FireTriggerRequest,
   fired: { workflow_id: string; type: string; now: Date },
   executionId: string | null,
-  failure: AppError | null,
+  failure: DomainError | null,
 ): TriggerExecution {
   const { now } = fired;
   const te = tx.create(TriggerExecution, {

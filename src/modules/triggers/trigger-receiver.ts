@@ -1,20 +1,32 @@
 /**
  * Owns the inbound side of webhook triggers: `{BASE_URL}/hooks/triggers/{trigger_id}`,
  * outside /v1 and its API-key pipeline. A request is accepted when it uses the trigger's
- * method, carries `X-Service-Signature` = lowercase hex HMAC-SHA256 of the raw body keyed
- * with the trigger's secret (compared in constant time) and every configured header with
- * its configured value, and fits in 100 verified requests per minute per trigger. Its
- * JSON body (or, without a body, its query parameters) becomes the execution input.
+ * method, is signed with the trigger's secret, carries every configured header with its
+ * configured value, and fits in 100 verified requests per minute per trigger.
+ *
+ * What is signed is what becomes the execution input: the raw query string for GET
+ * triggers (GET has no body), the raw body for every other method (whose query string is
+ * then ignored, never input). Two schemes (src/http/signature.ts):
+ * - `X-Service-Signature`: hex HMAC of that payload; no replay protection;
+ * - Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`): the
+ *   timestamp must be within 5 minutes of now and an accepted `webhook-id` is remembered
+ *   in Redis for 10 minutes, so a captured request cannot be replayed.
  * Unverified requests are not counted, so they cannot use up a sender's budget.
  */
 import Router from '@koa/router';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Context } from 'koa';
 import { AppError } from '../../http/errors';
-import { ErrorOut, type OpenAPIRegistry } from '../../http/openapi';
+import { ErrorOut, type OpenAPIRegistry, RATE_LIMIT_HEADERS, responseHeaders } from '../../http/openapi';
 import { z } from '../../http/zod';
 import { rateLimitExceeded, rateLimitHeaders } from '../../http/rate-limit';
-import { constantTimeEqual, SIGNATURE_HEADER, signBody } from '../../http/signature';
+import {
+  constantTimeEqual,
+  SIGNATURE_HEADER,
+  signBody,
+  STANDARD_WEBHOOK_TOLERANCE_SECONDS,
+  verifyStandardWebhookSignature,
+} from '../../http/signature';
 import type { Services } from '../../services';
 import { fireTrigger } from './trigger-firing';
 import { Trigger } from './trigger.entity';
@@ -42,15 +54,11 @@ async function receive(ctx: Context, services: Services): Promise<void> {
     throw new AppError(405, 'METHOD_NOT_ALLOWED', `This trigger accepts ${config.method} requests only`, { headers: { Allow: config.method } });
   }
 
-  const body = ctx.request.body as unknown;
   // koa-body 8 with includeUnparsed keeps the exact bytes received at `ctx.request.rawBody`.
   const rawBody = (ctx.request as { rawBody?: unknown }).rawBody;
-  const raw = typeof rawBody === 'string' ? rawBody : '';
-  const signature = ctx.get(SIGNATURE_HEADER).trim().toLowerCase();
-  if (!signature) throw unauthorized('INVALID_SIGNATURE', 'X-Service-Signature header is required');
-  if (!constantTimeEqual(signature, signBody(config.secret, raw))) {
-    throw unauthorized('INVALID_SIGNATURE', 'X-Service-Signature does not match the body signed with the trigger secret');
-  }
+  const takesQuery = config.method === 'GET';
+  const payload = takesQuery ? ctx.querystring : typeof rawBody === 'string' ? rawBody : '';
+  const replayId = verifySignature(ctx, config.secret, payload);
   for (const [name, expected] of Object.entries(config.headers ?? {})) {
     if (!constantTimeEqual(ctx.get(name), expected)) throw unauthorized('INVALID_HEADER', `Header ${name} is missing or does not have the configured value`);
   }
@@ -59,11 +67,64 @@ async function receive(ctx: Context, services: Services): Promise<void> {
   ctx.set(rateLimitHeaders(limit));
   if (!limit.allowed) throw rateLimitExceeded(limit);
 
+  const body = ctx.request.body as unknown;
   let input: Record<string, unknown>;
-  if (raw === '') input = { ...ctx.query };
+  if (takesQuery) input = { ...ctx.query };
+  else if (payload === '') input = {};
   else if (body && typeof body === 'object' && !Array.isArray(body)) input = Object.fromEntries(Object.entries(body as Record<string, unknown>));
   else throw new AppError(400, 'INVALID_REQUEST', 'The webhook body must be a JSON object');
 
+  const replayKey = replayId === undefined ? undefined : `${services.config.REDIS_KEY_PREFIX}hook-id:${trigger.id}:${replayId}`;
+  if (replayKey) await claimWebhookId(services, replayKey);
+  try {
+    await fire(ctx, services, em, trigger, input);
+  } catch (err) {
+    // Only an accepted request uses up its id: the sender may retry a refused one.
+    if (replayKey) await services.redis.del(replayKey).catch(() => undefined);
+    throw err;
+  }
+}
+
+/**
+ * Verifies whichever scheme the request uses; returns the `webhook-id` to remember when it
+ * is the Standard Webhooks one (whose headers win when both are present).
+ */
+function verifySignature(ctx: Context, secret: string, payload: string): string | undefined {
+  const standard = ctx.get('webhook-signature');
+  if (standard) {
+    const id = ctx.get('webhook-id');
+    const timestamp = ctx.get('webhook-timestamp');
+    if (!/^[\x21-\x7e]{1,255}$/.test(id)) throw unauthorized('INVALID_SIGNATURE', 'webhook-id header is required (1-255 visible ASCII characters)');
+    if (!/^\d{1,12}$/.test(timestamp)) throw unauthorized('INVALID_SIGNATURE', 'webhook-timestamp header must be Unix seconds');
+    if (Math.abs(Date.now() / 1000 - Number(timestamp)) > STANDARD_WEBHOOK_TOLERANCE_SECONDS) {
+      throw unauthorized('INVALID_SIGNATURE', `webhook-timestamp is more than ${STANDARD_WEBHOOK_TOLERANCE_SECONDS} seconds from now`);
+    }
+    if (!verifyStandardWebhookSignature(secret, standard, id, Number(timestamp), payload)) {
+      throw unauthorized('INVALID_SIGNATURE', 'webhook-signature does not match the signed payload');
+    }
+    return id;
+  }
+  const signature = ctx.get(SIGNATURE_HEADER).trim().toLowerCase();
+  if (!signature) throw unauthorized('INVALID_SIGNATURE', 'X-Service-Signature (or the Standard Webhooks headers) is required');
+  if (!constantTimeEqual(signature, signBody(secret, payload))) {
+    throw unauthorized('INVALID_SIGNATURE', 'X-Service-Signature does not match the signed payload');
+  }
+  return undefined;
+}
+
+/** Remembers an id for twice the tolerance (a timestamp is valid 5 minutes either side). */
+async function claimWebhookId(services: Services, key: string): Promise<void> {
+  let claimed: string | null;
+  try {
+    claimed = await services.redis.set(key, '1', 'PX', 2 * STANDARD_WEBHOOK_TOLERANCE_SECONDS * 1000, 'NX');
+  } catch {
+    // Without Redis a replay cannot be ruled out: refuse, and let the sender retry.
+    throw new AppError(503, 'SERVICE_UNAVAILABLE', 'Replay protection is unavailable; retry later', { headers: { 'Retry-After': '5' } });
+  }
+  if (claimed === null) throw new AppError(409, 'WEBHOOK_REPLAYED', 'This webhook-id was already accepted');
+}
+
+async function fire(ctx: Context, services: Services, em: EntityManager, trigger: Trigger, input: Record<string, unknown>): Promise<void> {
   const fired = await fireTrigger(services, {
     organizationId: trigger.organizationId,
     triggerId: trigger.id,
@@ -79,31 +140,46 @@ async function receive(ctx: Context, services: Services): Promise<void> {
 
 /** The receiver in the OpenAPI document: it lives outside /v1 and authenticates by signature. */
 export function registerTriggerReceiverDocs(registry: OpenAPIRegistry): void {
-  const error = (description: string) => ({ description, content: { 'application/json': { schema: ErrorOut } } });
+  // Limit headers only after the signature is verified (unverified calls are not counted).
+  const counted = responseHeaders(RATE_LIMIT_HEADERS);
+  const error = (description: string, headers = responseHeaders([])) => ({ description, headers, content: { 'application/json': { schema: ErrorOut } } });
   registry.registerPath({
     method: 'post',
     path: '/hooks/triggers/{trigger_id}',
     operationId: 'receiveWebhookTrigger',
     summary: "Fire a webhook trigger (the trigger's `url`; the method is the trigger's `method`)",
     description:
-      'Signed with `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the trigger secret. ' +
-      'Every configured header must carry its configured value. The JSON body becomes the execution input. 100 verified requests per minute per trigger.',
+      'The signed payload is the raw body, or the raw query string for a GET trigger; it alone becomes the execution input ' +
+      '(the query string of other methods is ignored). Sign it either with `X-Service-Signature` (lowercase hex HMAC-SHA256 keyed with ' +
+      'the trigger secret) or the Standard Webhooks way: `webhook-id`, `webhook-timestamp` (Unix seconds, within 5 minutes) and ' +
+      '`webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.payload">`; an accepted `webhook-id` is refused for 10 minutes (409). ' +
+      'Every configured header must carry its configured value. 100 verified requests per minute per trigger.',
     tags: ['Triggers'],
     security: [],
     request: {
       params: z.object({ trigger_id: z.string() }),
-      headers: z.object({ 'X-Service-Signature': z.string().openapi({ example: 'a3f1…' }) }),
+      headers: z.object({
+        'X-Service-Signature': z.string().optional().openapi({ example: 'a3f1…' }),
+        'webhook-id': z.string().optional().openapi({ example: 'msg_2b1f' }),
+        'webhook-timestamp': z.string().optional().openapi({ example: '1767225600' }),
+        'webhook-signature': z.string().optional().openapi({ example: 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=' }),
+      }),
       body: { content: { 'application/json': { schema: z.record(z.string(), z.unknown()) } } },
     },
     responses: {
-      202: { description: 'Accepted: the trigger execution', content: { 'application/json': { schema: z.object({ data: TriggerExecutionOut }) } } },
-      400: error('INVALID_REQUEST: the body is not a JSON object'),
+      202: { description: 'Accepted: the trigger execution', headers: counted, content: { 'application/json': { schema: z.object({ data: TriggerExecutionOut }) } } },
+      400: error(
+        'INVALID_REQUEST: the body is not a JSON object (after verification) or not valid JSON (before), nests deeper than 32 levels or contains NUL characters',
+        responseHeaders([], RATE_LIMIT_HEADERS),
+      ),
       401: error('INVALID_SIGNATURE | INVALID_HEADER'),
       404: error('TRIGGER_NOT_FOUND'),
-      405: error('METHOD_NOT_ALLOWED'),
-      409: error('TRIGGER_NOT_ACTIVE | WORKFLOW_NOT_ACTIVE'),
+      405: error('METHOD_NOT_ALLOWED: the trigger takes another method', responseHeaders(['Allow'])),
+      409: error('TRIGGER_NOT_ACTIVE | WORKFLOW_NOT_ACTIVE | WEBHOOK_REPLAYED', responseHeaders([], RATE_LIMIT_HEADERS)),
+      413: error('PAYLOAD_TOO_LARGE'),
       415: error('UNSUPPORTED_MEDIA_TYPE'),
-      429: error('RATE_LIMIT_EXCEEDED'),
+      429: error('RATE_LIMIT_EXCEEDED', responseHeaders([...RATE_LIMIT_HEADERS, 'Retry-After'])),
+      503: error('SERVICE_UNAVAILABLE: replay protection (Redis) or the database is unavailable', responseHeaders([], ['Retry-After'])),
     },
   });
 }

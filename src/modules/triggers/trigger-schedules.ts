@@ -9,6 +9,7 @@
  * fire is skipped by the activity, so a schedule left behind by a crash does no harm.
  */
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type ScheduleOptions } from '@temporalio/client';
+import { DomainError } from '../../errors';
 import { AppError } from '../../http/errors';
 import type { Services } from '../../services';
 import { SearchAttributeKeys } from '../../../temporal/shared';
@@ -98,7 +99,7 @@ export async function deleteTriggerSchedule(services: Services, triggerId: strin
 
 /** Temporal refusing the spec is the client's cron; anything else means Temporal is unavailable. */
 function asScheduleError(services: Services, err: unknown, triggerId: string): Error {
-  if (err instanceof AppError) return err;
+  if (err instanceof AppError || err instanceof DomainError) return err;
   const message = (err as Error)?.message ?? String(err);
   if (/invalid.*(cron|spec|time ?zone)|cron|unknown time zone/i.test(message) && (err as { code?: number }).code === 3) {
     return new AppError(422, 'INVALID_CRON_EXPRESSION', `The scheduler rejected the schedule: ${message}`, { field: 'configuration.cron_expression' });

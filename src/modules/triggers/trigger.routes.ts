@@ -3,9 +3,9 @@
  * deactivate, pause, resume, executions list and detail, metrics) plus the endpoint an
  * `api` trigger is fired at (`POST /v1/triggers/{trigger_id}/fire`, the trigger's `endpoint`).
  */
+import { DomainError } from '../../errors';
 import { MessageOut } from '../../http/openapi';
 import { paginate, PaginationOut } from '../../http/pagination';
-import { rateLimitExceeded, rateLimitHeaders } from '../../http/rate-limit';
 import { type AnyRoute, defineRoute } from '../../http/route';
 import { z } from '../../http/zod';
 import type { Services } from '../../services';
@@ -25,6 +25,7 @@ import {
   TriggerMetricsOut,
   TriggerMetricsQuery,
   TriggerOut,
+  TriggerRecordOut,
   TriggerTransitionOut,
   TriggerUpdate,
 } from './trigger.schemas';
@@ -33,7 +34,7 @@ import { type ExecutionRow, type Transition, TriggerService, triggerNotFound } f
 const HOUR = 3_600_000;
 
 /** The webhook secret is shown on create, get and update, never in list items. */
-export function toTriggerOut(t: Trigger, opts: { withSecret: boolean } = { withSecret: true }): z.output<typeof TriggerOut> {
+export function toTriggerOut(t: Trigger, opts: { withSecret: boolean } = { withSecret: true }): z.output<typeof TriggerRecordOut> {
   const configuration = { ...t.configuration };
   if (!opts.withSecret) delete configuration.secret;
   return {
@@ -42,7 +43,7 @@ export function toTriggerOut(t: Trigger, opts: { withSecret: boolean } = { withS
     type: t.type,
     status: t.status,
     workflow_id: t.workflowId,
-    channel: t.channel as z.output<typeof TriggerOut>['channel'],
+    channel: t.channel as z.output<typeof TriggerRecordOut>['channel'],
     configuration,
     created_at: t.createdAt.toISOString(),
     updated_at: t.updatedAt.toISOString(),
@@ -283,16 +284,21 @@ export function triggerRoutes(services: Services): AnyRoute[] {
       status: 201,
       response: z.object({ data: TriggerExecutionOut }),
       errors: [NOT_FOUND, [409, 'TRIGGER_NOT_ACTIVE | WORKFLOW_NOT_ACTIVE'], [500, 'TRIGGER_EXECUTION_FAILED']],
+      async resourceLimits({ params, credential }) {
+        const trigger = await svc()
+          .get(credential.organizationId, params.trigger_id ?? '')
+          .catch((err: unknown) => {
+            if (err instanceof DomainError && err.kind === 'not_found') return undefined;
+            throw err;
+          });
+        if (trigger?.type !== 'api') return [];
+        const config = trigger.configuration as unknown as ApiTriggerConfig;
+        return [{ rule: { name: 'api_trigger', limit: config.rate_limit, windowMs: HOUR }, subject: trigger.id }];
+      },
       async handler({ params, body, credential, ctx }) {
         const service = svc();
         const trigger = await service.get(credential.organizationId, params.trigger_id);
         if (trigger.type !== 'api') throw triggerNotFound();
-        const config = trigger.configuration as unknown as ApiTriggerConfig;
-        const limit = await services.rateLimiter.check([
-          { rule: { name: 'api_trigger', limit: config.rate_limit, windowMs: HOUR }, subject: trigger.id },
-        ]);
-        if (limit.remaining < Number(ctx.response.get('X-RateLimit-Remaining') || Infinity) || !limit.allowed) ctx.set(rateLimitHeaders(limit));
-        if (!limit.allowed) throw rateLimitExceeded(limit);
         const fired = await fireTrigger(services, {
           organizationId: trigger.organizationId,
           triggerId: trigger.id,

@@ -9,6 +9,7 @@ import { CronExpressionParser } from 'cron-parser';
 import { paginationQuery } from '../../http/pagination';
 import type { IssueClassifier } from '../../http/validation';
 import { isoDateTime } from '../../http/validation';
+import { Timestamp } from '../../http/openapi';
 import { z } from '../../http/zod';
 import { DailyMetricOut, MetricsCountersOut, metricsQueryFields, PeriodOut } from '../metrics/execution-metrics';
 import { Channel } from '../workflows/workflow.schemas';
@@ -154,20 +155,29 @@ export const TriggerUpdate = z
   })
   .openapi('TriggerUpdate');
 
+const triggerOutBase = {
+  id: z.string().openapi({ example: 'trg_4eC39HqLyjWDarjtT1zd' }),
+  name: z.string(),
+  status: z.enum(TRIGGER_STATUSES),
+  workflow_id: z.string(),
+  channel: Channel,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  execution_count: z.number().int(),
+  last_triggered: Timestamp.nullable(),
+};
+
+/** The shape the routes build; the document describes it as `TriggerOut`, one variant per type. */
+export const TriggerRecordOut = z.object({ ...triggerOutBase, type: z.enum(TRIGGER_TYPES), configuration: z.record(z.string(), z.unknown()) });
+
+/** Discriminated by `type`, so generated clients narrow `configuration` (list items omit the webhook `secret`). */
 export const TriggerOut = z
-  .object({
-    id: z.string().openapi({ example: 'trg_4eC39HqLyjWDarjtT1zd' }),
-    name: z.string(),
-    type: z.enum(TRIGGER_TYPES),
-    status: z.enum(TRIGGER_STATUSES),
-    workflow_id: z.string(),
-    channel: Channel,
-    configuration: z.record(z.string(), z.unknown()),
-    created_at: z.string(),
-    updated_at: z.string(),
-    execution_count: z.number().int(),
-    last_triggered: z.string().nullable(),
-  })
+  .discriminatedUnion('type', [
+    z.object({ ...triggerOutBase, type: z.literal('message'), configuration: MessageTriggerConfig }).openapi('MessageTrigger'),
+    z.object({ ...triggerOutBase, type: z.literal('schedule'), configuration: ScheduleTriggerConfig }).openapi('ScheduleTrigger'),
+    z.object({ ...triggerOutBase, type: z.literal('webhook'), configuration: WebhookTriggerConfig }).openapi('WebhookTrigger'),
+    z.object({ ...triggerOutBase, type: z.literal('api'), configuration: ApiTriggerConfig }).openapi('ApiTrigger'),
+  ])
   .openapi('Trigger');
 
 export const TriggerListQuery = z.strictObject({
@@ -184,10 +194,10 @@ export const TriggerTransitionOut = z
   .object({
     id: z.string(),
     status: z.enum(TRIGGER_STATUSES),
-    activated_at: z.string().optional(),
-    deactivated_at: z.string().optional(),
-    paused_at: z.string().optional(),
-    resumed_at: z.string().optional(),
+    activated_at: Timestamp.optional(),
+    deactivated_at: Timestamp.optional(),
+    paused_at: Timestamp.optional(),
+    resumed_at: Timestamp.optional(),
   })
   .openapi('TriggerTransition');
 
@@ -199,8 +209,8 @@ export const TriggerExecutionOut = z
     trigger_id: z.string(),
     workflow_id: z.string(),
     status: z.enum(TRIGGER_EXECUTION_STATUSES),
-    triggered_at: z.string(),
-    completed_at: z.string().nullable(),
+    triggered_at: Timestamp,
+    completed_at: Timestamp.nullable(),
     duration_ms: z.number().int().nullable(),
     input: z.record(z.string(), z.unknown()),
     output: z.object({ workflow_execution_id: z.string().nullable() }),
@@ -208,7 +218,7 @@ export const TriggerExecutionOut = z
   .openapi('TriggerExecution');
 
 export const TriggerExecutionDetailOut = TriggerExecutionOut.extend({
-  input: z.record(z.string(), z.unknown()).and(z.object({ metadata: z.object({ user_agent: z.string().nullable(), timestamp: z.string() }).passthrough() })),
+  input: z.record(z.string(), z.unknown()).and(z.object({ metadata: z.object({ user_agent: z.string().nullable(), timestamp: Timestamp }).passthrough() })),
   output: z.object({ workflow_execution_id: z.string().nullable(), workflow_status: z.string().nullable() }),
   error: z.object({ code: z.string(), type: z.string().nullable(), message: z.string() }).nullable(),
 }).openapi('TriggerExecutionDetail');

@@ -12,13 +12,11 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { TypedSearchAttributes, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { Services } from '../../services';
 import { SearchAttributeKeys } from '../../../temporal/shared';
-import { deliveryWorkflowId, type WebhookDeliveryInput } from '../../../temporal/webhooks.shared';
+import { deliveryWorkflowId, WEBHOOK_DELIVERY_WORKFLOW_TYPE, type WebhookDeliveryInput } from '../../../temporal/webhooks.shared';
 
 const PURGE_INTERVAL_MS = 3_600_000;
 
 export const EVENTS_CHANNEL = 'wfa_events';
-/** The workflow type name (the dispatcher must not import workflow code). */
-const DELIVERY_WORKFLOW = 'webhookDeliveryWorkflow';
 
 interface EventRow {
   id: string;
@@ -123,7 +121,7 @@ export class EventDispatcher {
       httpTimeoutMs: this.services.config.WEBHOOK_TIMEOUT_MS,
     };
     try {
-      await this.services.temporal.client.workflow.start(DELIVERY_WORKFLOW, {
+      await this.services.temporal.client.workflow.start(WEBHOOK_DELIVERY_WORKFLOW_TYPE, {
         taskQueue: this.services.config.TEMPORAL_TASK_QUEUE,
         workflowId: deliveryWorkflowId(event.id, hook.id),
         args: [input],

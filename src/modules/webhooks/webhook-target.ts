@@ -1,16 +1,24 @@
 /**
  * Owns where a webhook may point: HTTPS URLs only, and never at loopback, private,
- * link-local, CGNAT, cloud-metadata, multicast/reserved or IPv4-mapped addresses (unless
- * the deployment allows private networks). The address rules are checked twice: when the
- * webhook is created (literal IPs and what the name resolves to then) and at connect time
- * on the address actually dialled (`guardedLookup`), so DNS changes cannot smuggle a
- * request to an internal service.
+ * link-local, CGNAT, cloud-metadata, multicast, documentation or any other IANA
+ * special-purpose address (IPv4 and IPv6 registries), nor IPv4-mapped/translated forms,
+ * unless the deployment allows private networks.
+ *
+ * Creation checks the URL's form and its literal host only (an address literal, `localhost`
+ * and metadata names) and never resolves DNS: a receiver that goes live tomorrow, or a name
+ * only the worker's split DNS knows, is a valid endpoint. The guard that matters runs at
+ * connect time on the address actually dialled (`guardedLookup`, and the sender's check of
+ * literal addresses), so DNS changes cannot smuggle a request to an internal service; a name
+ * that does not resolve then is a failed, retried attempt whose log row says why.
  */
 import dns from 'node:dns';
 import net from 'node:net';
 
 // Two lists: a BlockList matches IPv4 addresses against IPv6 rules through their mapped
 // form, so one list holding ::ffff:0:0/96 would refuse every IPv4 address.
+// Sources: https://www.iana.org/assignments/iana-ipv4-special-registry and
+// https://www.iana.org/assignments/iana-ipv6-special-registry (every entry, globally
+// reachable or not: none is a place a customer's webhook receiver lives).
 const blocked4 = new net.BlockList();
 const blocked6 = new net.BlockList();
 for (const [prefix, bits] of [
@@ -21,8 +29,15 @@ for (const [prefix, bits] of [
   ['169.254.0.0', 16], // link-local (AWS/GCP/Azure metadata 169.254.169.254)
   ['172.16.0.0', 12], // private
   ['192.0.0.0', 24], // IETF protocol assignments
+  ['192.0.2.0', 24], // documentation (TEST-NET-1)
+  ['192.31.196.0', 24], // AS112-v4
+  ['192.52.193.0', 24], // AMT
+  ['192.88.99.0', 24], // deprecated 6to4 relay anycast
   ['192.168.0.0', 16], // private
+  ['192.175.48.0', 24], // direct delegation AS112
   ['198.18.0.0', 15], // benchmarking
+  ['198.51.100.0', 24], // documentation (TEST-NET-2)
+  ['203.0.113.0', 24], // documentation (TEST-NET-3)
   ['224.0.0.0', 4], // multicast
   ['240.0.0.0', 4], // reserved + broadcast
 ] as const) {
@@ -36,6 +51,13 @@ for (const [prefix, bits] of [
   ['64:ff9b::', 96], // NAT64 (embeds an IPv4 address)
   ['64:ff9b:1::', 48], // local-use NAT64
   ['100::', 64], // discard-only
+  ['100:0:0:1::', 64], // dummy IPv6 prefix
+  ['2001::', 23], // IETF protocol assignments (Teredo, benchmarking, ORCHID, AMT, AS112, ...)
+  ['2001:db8::', 32], // documentation
+  ['2002::', 16], // 6to4 (embeds an IPv4 address)
+  ['2620:4f:8000::', 48], // direct delegation AS112
+  ['3fff::', 20], // documentation
+  ['5f00::', 16], // segment routing (SRv6) SIDs
   ['fc00::', 7], // unique local (also AWS metadata fd00:ec2::254)
   ['fe80::', 10], // link-local
   ['fec0::', 10], // site-local (deprecated)
@@ -63,11 +85,11 @@ export class ForbiddenTargetError extends Error {
   }
 }
 
-export type UrlProblem = { kind: 'invalid' | 'forbidden' | 'unresolvable'; message: string };
+export type UrlProblem = { kind: 'invalid' | 'forbidden'; message: string };
 
 const stripBrackets = (host: string) => host.replace(/^\[|\]$/g, '');
 
-/** Syntax and literal-address checks, no network: returns the normalized URL or a problem. */
+/** The creation-time check: syntax and literal host, no network. Returns the normalized URL or a problem. */
 export function checkUrlSyntax(raw: string, allowPrivate: boolean): { url: URL } | UrlProblem {
   let url: URL;
   try {
@@ -87,28 +109,6 @@ export function checkUrlSyntax(raw: string, allowPrivate: boolean): { url: URL }
     }
   }
   return { url };
-}
-
-/** Creation-time check: syntax, literal address, and every address the name resolves to now. */
-export async function checkWebhookUrl(raw: string, allowPrivate: boolean, timeoutMs = 3000): Promise<{ url: URL } | UrlProblem> {
-  const syntax = checkUrlSyntax(raw, allowPrivate);
-  if (!('url' in syntax)) return syntax;
-  const host = stripBrackets(syntax.url.hostname);
-  if (net.isIP(host)) return syntax;
-  let addresses: dns.LookupAddress[];
-  try {
-    addresses = await Promise.race([
-      dns.promises.lookup(host, { all: true }),
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('DNS lookup timed out')), timeoutMs).unref()),
-    ]);
-  } catch (err) {
-    return { kind: 'unresolvable', message: `url host ${host} does not resolve (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})` };
-  }
-  if (!allowPrivate) {
-    const bad = addresses.find((a) => isForbiddenAddress(a.address));
-    if (bad) return { kind: 'forbidden', message: `url host ${host} resolves to a forbidden address (${bad.address})` };
-  }
-  return syntax;
 }
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;

@@ -1,10 +1,11 @@
 /**
  * Owns the OpenAPI description of what webhooks receive: the event envelope and the `data`
- * of each of the eight event types (the spec shows the workflow events' fields; the others
+ * of each event type (the spec shows the workflow events' fields; the others
  * are what their emitters write — executions, customers/messages and triggers modules),
  * registered as OpenAPI 3.1 `webhooks` so clients see every payload in /v1/openapi.json.
  */
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import { Timestamp } from '../../http/openapi';
 import { z } from '../../http/zod';
 import { EVENT_TYPES, type EventType } from '../events/event.entity';
 
@@ -58,7 +59,7 @@ const TriggerActivatedEventData = z
     workflow_id: z.string(),
     channel: Channel,
     customer_id: z.string().nullable(),
-    triggered_at: z.string(),
+    triggered_at: Timestamp,
   })
   .openapi('TriggerActivatedEventData');
 
@@ -72,6 +73,45 @@ const CustomerEventData = z
   })
   .openapi('CustomerEventData');
 
+const FileError = z.object({ code: z.string(), message: z.string() });
+
+const ExportEventData = z
+  .object({
+    export_id: z.string(),
+    data_type: z.string(),
+    format: z.enum(['csv', 'json', 'xlsx']),
+    status: z.enum(['completed', 'failed']),
+    row_count: z.number().int().optional().openapi({ description: 'export.completed' }),
+    file_size: z.number().int().optional().openapi({ description: 'export.completed: bytes' }),
+    download_url: z.string().optional().openapi({ description: 'export.completed' }),
+    expires_at: z.string().optional().openapi({ description: 'export.completed' }),
+    error: FileError.optional().openapi({ description: 'export.failed: code EXPORT_GENERATION_FAILED' }),
+  })
+  .openapi('ExportEventData');
+
+const ReportEventData = z
+  .object({
+    report_id: z.string(),
+    name: z.string(),
+    format: z.enum(['csv', 'json', 'pdf']),
+    status: z.enum(['completed', 'failed']),
+    download_url: z.string().optional().openapi({ description: 'report.completed' }),
+    expires_at: z.string().optional().openapi({ description: 'report.completed' }),
+    error: FileError.optional().openapi({ description: 'report.failed: code REPORT_GENERATION_FAILED' }),
+  })
+  .openapi('ReportEventData');
+
+const ReplayCompletedEventData = z
+  .object({
+    replay_id: z.string(),
+    status: z.enum(['completed', 'cancelled']),
+    matched: z.number().int(),
+    started: z.number().int(),
+    skipped: z.number().int(),
+    failed: z.number().int(),
+  })
+  .openapi('ReplayCompletedEventData');
+
 export const EVENT_DATA_SCHEMAS: Record<EventType, z.ZodType> = {
   'workflow.started': WorkflowEventData,
   'workflow.completed': WorkflowEventData,
@@ -81,6 +121,11 @@ export const EVENT_DATA_SCHEMAS: Record<EventType, z.ZodType> = {
   'trigger.activated': TriggerActivatedEventData,
   'customer.created': CustomerEventData,
   'customer.updated': CustomerEventData,
+  'export.completed': ExportEventData,
+  'export.failed': ExportEventData,
+  'report.completed': ReportEventData,
+  'report.failed': ReportEventData,
+  'replay.completed': ReplayCompletedEventData,
 };
 
 const metadata = z
@@ -95,7 +140,7 @@ const envelope = (type: EventType) =>
   z.object({
     id: z.string().openapi({ description: 'Event id: the idempotency key, the same on every retry and redelivery', example: 'evt_4eC39HqLyjWDarjtT1zd' }),
     type: z.literal(type),
-    timestamp: z.string().openapi({ description: 'When the event happened (ISO 8601, UTC)' }),
+    timestamp: Timestamp.openapi({ description: 'When the event happened (ISO 8601, UTC)' }),
     data: EVENT_DATA_SCHEMAS[type],
     metadata,
   });
@@ -120,6 +165,8 @@ export function registerWebhookEventDocs(registry: OpenAPIRegistry): void {
     registry.registerWebhook({
       method: 'post',
       path: type,
+      // e.g. workflowCompletedEvent: generators name the payload type after it.
+      operationId: `${type.replace(/\.(\w)/g, (_, c: string) => c.toUpperCase())}Event`,
       summary: `${type} event delivered to subscribed webhooks`,
       description: HEADERS_DOC,
       tags: ['Webhook events'],

@@ -78,7 +78,6 @@ export function webhookRoutes(services: Services): AnyRoute[] {
       errors: [
         [400, 'INVALID_WEBHOOK_URL | INVALID_EVENT_TYPES | INVALID_RETRY_POLICY'],
         [409, 'WEBHOOK_ALREADY_EXISTS'],
-        [422, 'WEBHOOK_VALIDATION_FAILED'],
       ],
       async handler({ body, credential }) {
         return { data: toCreatedOut(await svc().create(credential.organizationId, body)) };

@@ -7,6 +7,7 @@
  */
 import { paginationQuery } from '../../http/pagination';
 import { isoDateTime, queryBoolean, type IssueClassifier } from '../../http/validation';
+import { Timestamp } from '../../http/openapi';
 import { z } from '../../http/zod';
 import { EVENT_TYPES } from '../events/event.entity';
 import { DEFAULT_MAX_RETRIES, DEFAULT_RETRY_DELAY_MS, WEBHOOK_LOG_STATUSES } from './webhook.entity';
@@ -68,8 +69,8 @@ const webhookBase = {
   url: z.string(),
   events: z.array(EventTypeEnum),
   active: z.boolean(),
-  created_at: z.string(),
-  updated_at: z.string(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
 };
 export const WebhookListItemOut = z.object(webhookBase).openapi('WebhookListItem');
 export const WebhookCreatedOut = z.object({ ...webhookBase, secret: z.string() }).openapi('WebhookCreated');
@@ -103,7 +104,7 @@ export const WebhookTestOut = z
     status: z.enum(WEBHOOK_LOG_STATUSES),
     response_code: z.number().int().openapi({ description: '0 when there was no HTTP answer' }),
     response_time_ms: z.number().int(),
-    tested_at: z.string(),
+    tested_at: Timestamp,
     error_message: z.string().nullable(),
   })
   .openapi('WebhookTestResult');
@@ -126,7 +127,7 @@ export const WebhookLogOut = z
     response_code: z.number().int().openapi({ description: '0 when there was no HTTP answer' }),
     response_time_ms: z.number().int(),
     attempt: z.number().int().openapi({ description: 'From 1; redeliveries continue the count' }),
-    delivered_at: z.string(),
+    delivered_at: Timestamp,
     error_message: z.string().nullable(),
   })
   .openapi('WebhookLog');

@@ -14,12 +14,12 @@ import { offsetOf, type Page } from '../../http/pagination';
 import { newId, randomBase62 } from '../../ids';
 import type { Services } from '../../services';
 import { type EventType, OutboxEvent } from '../events/event.entity';
-import { redeliveryWorkflowId, type WebhookDeliveryInput } from '../../../temporal/webhooks.shared';
+import { redeliveryWorkflowId, WEBHOOK_DELIVERY_WORKFLOW_TYPE, type WebhookDeliveryInput } from '../../../temporal/webhooks.shared';
 import { buildEventPayload } from './webhook.delivery';
 import { Webhook, WebhookLog, type WebhookLogStatus } from './webhook.entity';
 import type { WebhookIn, WebhookUpdate } from './webhook.schemas';
 import { classifyAnswer, type WebhookSender } from './webhook.sender';
-import { checkWebhookUrl } from './webhook-target';
+import { checkUrlSyntax } from './webhook-target';
 
 const webhookNotFound = () => notFound('WEBHOOK_NOT_FOUND', 'Webhook');
 const urlTaken = () => conflict('WEBHOOK_ALREADY_EXISTS', 'A webhook with this URL already exists', 'url');
@@ -64,11 +64,8 @@ export class WebhookService {
   }
 
   async create(organizationId: string, input: WebhookIn): Promise<Webhook> {
-    const checked = await checkWebhookUrl(input.url, this.services.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS);
-    if (!('url' in checked)) {
-      if (checked.kind === 'unresolvable') throw new AppError(422, 'WEBHOOK_VALIDATION_FAILED', checked.message, { field: 'url' });
-      throw new AppError(400, 'INVALID_WEBHOOK_URL', checked.message, { field: 'url' });
-    }
+    const checked = checkUrlSyntax(input.url, this.services.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS);
+    if (!('url' in checked)) throw new AppError(400, 'INVALID_WEBHOOK_URL', checked.message, { field: 'url' });
     const url = checked.url.href;
     const hook = this.em.create(Webhook, {
       id: newId('webhook'),
@@ -164,7 +161,7 @@ export class WebhookService {
       previousAttempts: row?.n ?? 0,
     };
     const workflowId = redeliveryWorkflowId(event.id, hook.id, randomBase62(10));
-    await this.services.temporal.client.workflow.start('webhookDeliveryWorkflow', {
+    await this.services.temporal.client.workflow.start(WEBHOOK_DELIVERY_WORKFLOW_TYPE, {
       taskQueue: this.services.config.TEMPORAL_TASK_QUEUE,
       workflowId,
       args: [input],

@@ -6,7 +6,9 @@
  */
 import { paginationQuery } from '../../http/pagination';
 import type { IssueClassifier } from '../../http/validation';
+import { Timestamp } from '../../http/openapi';
 import { z } from '../../http/zod';
+import type { ExecutionNodeSpec } from '../../../temporal/executions.shared';
 import { WORKFLOW_STATUSES } from './workflow.entity';
 
 export const CHANNELS = ['whatsapp', 'instagram', 'voice'] as const;
@@ -37,7 +39,9 @@ export const AiResponseNode = z
 
 export const FormField = z.strictObject({
   name: z.string().min(1).max(64).regex(/^[A-Za-z0-9_]+$/, 'letters, digits and "_" only'),
-  type: z.enum(['text', 'email', 'number', 'phone']),
+  type: z
+    .enum(['text', 'email', 'number', 'phone', 'rating', 'nps'])
+    .openapi({ description: '`rating`: an integer 1–5 (customer satisfaction); `nps`: an integer 0–10 (net promoter score)' }),
   required: z.boolean().default(false),
   label: z.string().min(1).max(500),
 });
@@ -54,6 +58,13 @@ export const FormNode = z
 
 export const WorkflowNode = z.discriminatedUnion('type', [MessageNode, AiResponseNode, FormNode]).openapi('WorkflowNode');
 export type WorkflowNode = z.output<typeof WorkflowNode>;
+
+/**
+ * Workflow code declares the node shapes it runs without zod (it may import nothing from
+ * src/). The two must describe the same object: this stops compiling the day they drift.
+ */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+export const WORKFLOW_NODE_MATCHES_EXECUTION_NODE_SPEC: Same<WorkflowNode, ExecutionNodeSpec> = true;
 
 export const WorkflowTrigger = z
   .strictObject({ type: z.literal('keyword'), keywords: z.array(z.string().min(1).max(100)).min(1).max(50) })
@@ -129,8 +140,8 @@ export const WorkflowOut = z
     description: z.string(),
     status: z.enum(WORKFLOW_STATUSES),
     channel: Channel,
-    created_at: z.string(),
-    updated_at: z.string(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
     execution_count: z.number().int(),
     success_rate: z.number().nullable(),
   })
@@ -151,5 +162,5 @@ export const WorkflowListQuery = z.strictObject({
 export const WorkflowIdParams = z.object({ workflow_id: z.string().max(64) });
 
 export const WorkflowActivationOut = z
-  .object({ id: z.string(), status: z.enum(WORKFLOW_STATUSES), activated_at: z.string().optional(), deactivated_at: z.string().optional() })
+  .object({ id: z.string(), status: z.enum(WORKFLOW_STATUSES), activated_at: Timestamp.optional(), deactivated_at: Timestamp.optional() })
   .openapi('WorkflowActivation');

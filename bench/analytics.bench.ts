@@ -1,0 +1,294 @@
+/**
+ * `npm run bench -- analytics [--executions=2000000] [--rounds=5] [--realtime=200]`
+ *
+ * Seeds one organization with N executions (2 steps and 2 messages each) spread over 90
+ * days through COPY (rollup triggers off, then `analytics_rebuild()`, exactly what the
+ * migration's backfill does), then, in the same run:
+ *  (a) raw:  the exact answer of the workflow-analytics and performance questions for one
+ *            workflow over the last 30 days, in SQL over executions / steps / messages
+ *            (percentile_cont), with a covering index made for it;
+ *  (b) ours: GET /v1/analytics/workflows/{id} and …/performance for the same period
+ *            through the API (auth, rate limits, rollups).
+ * Median of `rounds` interleaved rounds each. Also prints p50/p99 of GET /v1/analytics/realtime.
+ * Last line: ratio=<raw time / API time>. Floor ≥ 1.0, goal ≥ 10.
+ */
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { Client, Pool } from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
+import { createApp } from '../src/app';
+import { loadConfig } from '../src/config';
+import { createOrm, migrate } from '../src/db/orm';
+import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
+import { WorkflowService } from '../src/modules/workflows/workflow.service';
+import { closeServices, createServices } from '../src/services';
+import { benchDatabase, benchTemporal, log, parseBenchArgs } from './lib';
+
+const DAY = 86_400_000;
+const CHANNELS = ['whatsapp', 'instagram', 'voice'];
+const ERRORS = ['timeout', 'api_error', 'validation_error'];
+
+/** Deterministic pseudo-random numbers (mulberry32), so every run seeds the same data. */
+function rng(seed: number) {
+  let a = seed;
+  return () => {
+    a |= 0;
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Streams `rows` CSV lines produced by `line(i)` into `copy` through one COPY. */
+async function copy(client: Client, sql: string, rows: number, line: (i: number) => string) {
+  let i = 0;
+  const source = new Readable({
+    read() {
+      if (i >= rows) {
+        this.push(null);
+        return;
+      }
+      let chunk = '';
+      for (let n = 0; n < 5000 && i < rows; n++, i++) chunk += line(i);
+      this.push(chunk);
+    },
+  });
+  await pipeline(source, client.query(copyFrom(`${sql} from stdin with (format csv)`)));
+}
+
+const pad = (n: number) => String(n).padStart(10, '0');
+
+async function seed(dbUrl: string, orgId: string, workflowIds: string[], n: number) {
+  const client = new Client({ connectionString: dbUrl });
+  // A failure surfaces as the rejected query; the database drop at the end must not crash the process.
+  client.on('error', () => undefined);
+  await client.connect();
+  // Bulk load without the row triggers (and FK triggers); the rollups are rebuilt after.
+  await client.query(`set session_replication_role = replica`);
+  await client.query(`set maintenance_work_mem = '256MB'`);
+  // Secondary indexes are dropped for the load and rebuilt once after (a sorted build beats row-by-row inserts).
+  const { rows: secondary } = await client.query<{ name: string; def: string }>(
+    `select i.indexname as name, i.indexdef as def from pg_indexes i
+      where i.schemaname = 'public' and i.tablename in ('executions', 'messages', 'execution_steps', 'customers')
+        and not exists (select 1 from pg_constraint c where c.conname = i.indexname)`,
+  );
+  for (const ix of secondary) await client.query(`drop index ${ix.name}`);
+  const now = Date.now();
+  const start = now - 90 * DAY;
+  const customers = Math.max(1000, Math.floor(n / 10));
+  const random = rng(42);
+  const t0 = Date.now();
+  await copy(client, 'copy customers (id, organization_id, channel, external_id, first_seen_at, created_at)', customers, (i) => {
+    const at = new Date(start + (i / customers) * 60 * DAY).toISOString();
+    return `cus_b${pad(i)},${orgId},${CHANNELS[i % 3]},ext-${i},${at},${at}\n`;
+  });
+  // Executions in time order (ids ascend with time, so every index grows at its end), kept
+  // in typed arrays for the steps and messages that follow.
+  const STATUSES = ['success', 'failed', 'cancelled', 'running'];
+  const status = new Uint8Array(n);
+  const customer = new Int32Array(n);
+  const duration = new Int32Array(n);
+  const startedAt = (i: number) => start + (i / n) * 90 * DAY;
+  for (let i = 0; i < n; i++) {
+    const r = random();
+    // A workflow serves one channel: its customers are those of that channel (customer c is on channel c % 3).
+    customer[i] = Math.floor(random() * Math.floor(customers / 3)) * 3 + ((i % workflowIds.length) % 3);
+    status[i] = now - startedAt(i) < 3600_000 && r < 0.2 ? 3 : r < 0.85 ? 0 : r < 0.95 ? 1 : 2;
+    // Log-normal durations around 3 s.
+    const u = Math.max(1e-9, random());
+    duration[i] = Math.max(100, Math.min(600_000, Math.round(3000 * Math.exp(Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * random())))));
+  }
+  await copy(
+    client,
+    `copy executions (id, organization_id, workflow_id, revision, trigger_id, customer_id, channel, status, started_at, completed_at, duration_ms,
+                      error_type, message_id, temporal_started_at)`,
+    n,
+    (i) => {
+      const st = STATUSES[status[i]!]!;
+      const fin = st !== 'running';
+      const ms = startedAt(i);
+      const started = new Date(ms).toISOString();
+      const c = customer[i]!;
+      return `exec_b${pad(i)},${orgId},${workflowIds[i % workflowIds.length]},1,${i % 2 === 0 ? `trg_b${i % workflowIds.length}` : ''},cus_b${pad(c)},${CHANNELS[c % 3]},${st},${started},${
+        fin ? new Date(ms + duration[i]!).toISOString() : ''
+      },${fin ? duration[i] : ''},${st === 'failed' ? ERRORS[i % 3] : ''},msg_b${pad(2 * i)},${started}\n`;
+    },
+  );
+  await copy(client, 'copy execution_steps (id, execution_id, organization_id, node_id, type, status, started_at, completed_at, duration_ms)', 2 * n, (j) => {
+    const i = j >> 1;
+    const second = j % 2 === 1;
+    const at = new Date(startedAt(i) + (second ? 50 : 0)).toISOString();
+    const failed = second && status[i] === 1;
+    return `step_b${pad(j)},exec_b${pad(i)},${orgId},${second ? 'answer' : 'greet'},message,${failed ? 'failed' : 'completed'},${at},${at},${second ? duration[i]! - 50 : 50}\n`;
+  });
+  await copy(client, 'copy messages (id, organization_id, customer_id, channel, direction, text, execution_id, created_at)', 2 * n, (j) => {
+    const i = j >> 1;
+    const c = customer[i]!;
+    const out = j % 2 === 1;
+    const at = new Date(startedAt(i) + (out ? 800 : -200)).toISOString();
+    return `msg_b${pad(j)},${orgId},cus_b${pad(c)},${CHANNELS[c % 3]},${out ? 'outbound' : 'inbound'},hello,exec_b${pad(i)},${at}\n`;
+  });
+  for (const ix of secondary) await client.query(ix.def);
+  log(`seeded ${customers} customers, ${n} executions, ${2 * n} steps, ${2 * n} messages by COPY (and rebuilt their indexes) in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  const t1 = Date.now();
+  await client.query('set session_replication_role = origin');
+  await client.query('select analytics_rebuild()');
+  log(`rollups rebuilt (the backfill) in ${((Date.now() - t1) / 1000).toFixed(1)} s`);
+  const t2 = Date.now();
+  // The raw baseline's best index: every column its questions read, for index-only scans.
+  await client.query(
+    `create index bench_raw_idx on executions (organization_id, workflow_id, started_at) include (status, duration_ms, customer_id, error_type, channel)`,
+  );
+  // The visibility map lets the baseline's scans be index-only.
+  await client.query('vacuum analyze executions, analytics_hourly, analytics_node_hourly, analytics_customer_days');
+  await client.query('analyze');
+  log(`baseline index + vacuum analyze in ${((Date.now() - t2) / 1000).toFixed(1)} s`);
+  await client.end();
+}
+
+/** The exact answers, in SQL over the facts, of what the two API calls answer. */
+async function rawAnswers(client: Pool, orgId: string, wf: string, from: Date, to: Date) {
+  const p = [orgId, wf, from, to];
+  const prevFrom = new Date(2 * from.getTime() - to.getTime());
+  const range = `organization_id = $1 and workflow_id = $2 and started_at >= $3 and started_at < $4`;
+  const counters = `count(*) as total, count(*) filter (where status = 'success') as success, count(*) filter (where status = 'failed') as failed,
+                    avg(duration_ms) filter (where status in ('success', 'failed')) as avg_ms`;
+  await Promise.all([
+    // Workflow analytics: totals, distinct customers, channels, daily buckets, messages, previous period.
+    client.query(`select ${counters}, count(distinct customer_id) from executions where ${range}`, p),
+    client.query(`select channel, count(*) from executions where ${range} group by 1`, p),
+    client.query(`select date_trunc('day', started_at, 'UTC'), ${counters}, count(distinct customer_id) from executions where ${range} group by 1`, p),
+    client.query(
+      `select date_trunc('day', m.created_at, 'UTC'), count(*) filter (where m.direction = 'outbound'), count(*) filter (where m.direction = 'inbound')
+         from messages m join executions e on e.id = m.execution_id
+        where e.organization_id = $1 and e.workflow_id = $2 and m.created_at >= $3 and m.created_at < $4 group by 1`,
+      p,
+    ),
+    client.query(`select ${counters} from executions where ${range}`, [orgId, wf, prevFrom, from]),
+  ]);
+  await Promise.all([
+    // Performance: exact percentiles, throughput, error types, nodes, channels.
+    client.query(
+      `select percentile_cont(array[0.5, 0.95, 0.99]) within group (order by duration_ms), avg(duration_ms),
+              count(*) filter (where error_type = 'timeout'), count(*) filter (where error_type = 'api_error'), count(*) filter (where error_type = 'validation_error')
+         from executions where ${range} and status in ('success', 'failed')`,
+      p,
+    ),
+    client.query(`select extract(hour from started_at at time zone 'UTC'), count(*) from executions where ${range} group by 1`, p),
+    client.query(`select date_trunc('hour', started_at, 'UTC'), count(*) from executions where ${range} group by 1 order by 2 desc limit 1`, p),
+    client.query(
+      `select s.node_id, s.type, count(*), count(*) filter (where s.status = 'failed'), avg(s.duration_ms)
+         from executions e join execution_steps s on s.execution_id = e.id where e.organization_id = $1 and e.workflow_id = $2 and e.started_at >= $3 and e.started_at < $4
+        group by 1, 2`,
+      p,
+    ),
+    client.query(`select channel, ${counters} from executions where ${range} group by 1`, p),
+  ]);
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const percentile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
+
+export async function run(args: string[]) {
+  const { executions = 2_000_000, rounds = 5, realtime = 200, keep = 0 } = parseBenchArgs(args, { executions: 2_000_000, rounds: 5, realtime: 200, keep: 0 });
+  const db = await benchDatabase();
+  const temporal = await benchTemporal();
+  const high = '100000000';
+  const config = loadConfig({
+    ...process.env,
+    DATABASE_URL: db.url,
+    TEMPORAL_ADDRESS: temporal.address,
+    LOG_LEVEL: 'silent',
+    REDIS_KEY_PREFIX: `wfa-bench:${Date.now()}:`,
+    RATE_LIMIT_CREDENTIAL_PER_HOUR: high,
+    RATE_LIMIT_ANALYTICS_HISTORICAL_PER_HOUR: high,
+    RATE_LIMIT_ANALYTICS_REALTIME_PER_HOUR: high,
+  });
+  const orm = await createOrm(db.url, config.DATABASE_POOL_MAX);
+  let server: Server | undefined;
+  const services = await createServices(config, { orm });
+  try {
+    await migrate(orm);
+    const keys = new ApiKeyService(orm.em.fork());
+    const org = await keys.ensureOrganization('bench');
+    const { key } = await keys.create(org.id, 'bench', 'read');
+    const workflows: string[] = [];
+    for (let w = 0; w < 5; w++) {
+      const wf = await new WorkflowService(orm.em.fork()).create(org.id, {
+        name: `Bench ${w}`,
+        channel: 'whatsapp',
+        configuration: {
+          nodes: [
+            { id: 'greet', type: 'message', content: 'Hi', next: 'answer' },
+            { id: 'answer', type: 'message', content: 'Done' },
+          ],
+        },
+      });
+      workflows.push(wf.id);
+    }
+    await seed(db.url, org.id, workflows, executions);
+
+    server = createApp(services).app.listen(0, '127.0.0.1');
+    await new Promise<void>((r) => server!.once('listening', r));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const headers = { authorization: `Bearer ${key}` };
+    const wf = workflows[0]!;
+    const to = new Date();
+    const from = new Date(to.getTime() - 30 * DAY);
+    const q = `start_date=${from.toISOString()}&end_date=${to.toISOString()}`;
+    const [count] = await orm.em.getConnection().execute<Array<{ n: number }>>(`select count(*)::int as n from executions where workflow_id = ? and started_at >= ?`, [wf, from]);
+    log(`measured workflow: ${count?.n} executions in the last 30 days`);
+
+    const api = async () => {
+      const t = performance.now();
+      for (const path of [`/v1/analytics/workflows/${wf}?${q}`, `/v1/analytics/workflows/${wf}/performance?${q}`]) {
+        const res = await fetch(`${base}${path}`, { headers });
+        if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+        await res.json();
+      }
+      return performance.now() - t;
+    };
+    // A pool as large as the API's, so the raw queries run in parallel as the API's do.
+    const client = new Pool({ connectionString: db.url, max: config.DATABASE_POOL_MAX });
+    client.on('error', () => undefined);
+    const raw = async () => {
+      const t = performance.now();
+      await rawAnswers(client, org.id, wf, from, to);
+      return performance.now() - t;
+    };
+    await api();
+    await raw();
+    // Interleaved, so background load on the shared machine falls on both sides.
+    const apiTimes: number[] = [];
+    const rawTimes: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      apiTimes.push(await api());
+      rawTimes.push(await raw());
+      log(`round ${r + 1}: raw SQL ${rawTimes[r]!.toFixed(1)} ms, API ${apiTimes[r]!.toFixed(1)} ms`);
+    }
+    await client.end();
+
+    const rt: number[] = [];
+    for (let i = 0; i < realtime; i++) {
+      const t = performance.now();
+      const res = await fetch(`${base}/v1/analytics/realtime`, { headers });
+      await res.json();
+      if (res.status !== 200) throw new Error(`realtime: ${res.status}`);
+      rt.push(performance.now() - t);
+    }
+    log(`GET /v1/analytics/realtime x${realtime}: p50 ${percentile(rt, 0.5).toFixed(1)} ms, p99 ${percentile(rt, 0.99).toFixed(1)} ms`);
+    const rawMs = median(rawTimes);
+    const apiMs = median(apiTimes);
+    log(`median over ${rounds} rounds: raw SQL (workflow + performance) ${rawMs.toFixed(1)} ms, API ${apiMs.toFixed(1)} ms`);
+    log(`ratio=${(rawMs / apiMs).toFixed(2)}`);
+  } finally {
+    if (server) await new Promise<void>((r) => server!.close(() => r()));
+    await closeServices(services);
+    if (keep) log(`kept ${db.url}`);
+    else await db.drop();
+    await temporal.stop();
+  }
+}

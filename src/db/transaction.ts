@@ -1,0 +1,23 @@
+/**
+ * `transactionalRetrying` runs a transaction again when PostgreSQL aborted it to break a
+ * deadlock or a serialization failure (40P01, 40001: MikroORM's DeadlockException). The
+ * aborted attempt rolled back whole and nothing outside the database ran inside it, so
+ * running it again is safe. Such aborts are expected: an inbound message and its
+ * customer's running execution both update the same analytics rollup rows (row triggers
+ * on messages, executions and steps), in an order no single statement controls.
+ */
+import { DeadlockException, type EntityManager } from '@mikro-orm/postgresql';
+
+const ATTEMPTS = 4;
+
+export async function transactionalRetrying<T>(em: EntityManager, work: (tx: EntityManager) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await em.fork().transactional((tx) => work(tx as EntityManager));
+    } catch (err) {
+      if (!(err instanceof DeadlockException) || attempt >= ATTEMPTS) throw err;
+      // A short random pause, so the two transactions do not meet again in step.
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
+    }
+  }
+}

@@ -1,0 +1,435 @@
+/**
+ * Owns the analytics definitions over the rollups (migration 20261125000200): execution
+ * counters, rates, durations and latency percentiles, message counts, customer
+ * satisfaction and NPS, distinct customers, and trends. Analytics, reports and exports call
+ * these functions; none of them restates a formula. Every definition is written out in
+ * docs/analytics.md.
+ *
+ * Reading rule: whole UTC hours of the period come from `analytics_hourly` (whole UTC days
+ * from `analytics_customer_days` for distinct customers); the partial hours (days) at the
+ * period's edges are read live from the facts with the same definitions, through indexed
+ * ranges no longer than an hour (a day). Everything about an execution (its status,
+ * duration, steps and form answers) counts in the hour it started, a message in the hour
+ * it was created: the same attribution as GET /v1/workflows/{id}/metrics, so the numbers
+ * agree.
+ */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { type Granularity, successRatio } from './execution-metrics';
+
+const HOUR_MS = 3600_000;
+const DAY_MS = 24 * HOUR_MS;
+
+/** Relative error bound of the latency percentiles (the histogram's bucket width; see the migration). */
+export const LATENCY_RELATIVE_ERROR = 0.02;
+const GAMMA = (1 + LATENCY_RELATIVE_ERROR) / (1 - LATENCY_RELATIVE_ERROR);
+
+/** The value that stands for histogram bucket `b`: within 2 % of every duration the bucket holds. */
+export const bucketValue = (b: number) => (b <= 0 ? 0 : (2 * GAMMA ** (b - 1)) / (GAMMA + 1));
+
+/** A merged latency histogram: [bucket, count] pairs in bucket order. */
+export type Histogram = Array<[bucket: number, count: number]>;
+
+/**
+ * The `p` quantile (0–1) the way PostgreSQL's percentile_cont defines it (linear
+ * interpolation between the order statistics around rank p·(n−1)), with each order
+ * statistic replaced by its bucket's value: each is within 2 %, so the interpolation is
+ * too. Null when the histogram is empty.
+ */
+export function histogramPercentile(hist: Histogram, p: number): number | null {
+  const n = hist.reduce((s, [, c]) => s + c, 0);
+  if (n === 0) return null;
+  const rank = p * (n - 1);
+  const at = (k: number) => {
+    let seen = 0;
+    for (const [b, c] of hist) {
+      seen += c;
+      if (k < seen) return bucketValue(b);
+    }
+    return bucketValue(hist[hist.length - 1]![0]);
+  };
+  const lo = Math.floor(rank);
+  const v = at(lo) + (rank - lo) * (at(Math.ceil(rank)) - at(lo));
+  return Math.round(v);
+}
+
+/** What a question is about: an organization, optionally one workflow and one channel. */
+export interface Scope {
+  organizationId: string;
+  workflowId?: string;
+  channel?: string;
+}
+
+export interface Period {
+  start: Date;
+  end: Date;
+}
+
+const floorTo = (d: Date, ms: number) => new Date(Math.floor(d.getTime() / ms) * ms);
+const ceilTo = (d: Date, ms: number) => new Date(Math.ceil(d.getTime() / ms) * ms);
+
+/** The period cut into whole units (`ms`: an hour or a day) and the partial edges. */
+function split(period: Period, ms: number): { whole: Period | null; edges: Period[] } {
+  const a = ceilTo(period.start, ms);
+  const b = floorTo(period.end, ms);
+  if (a >= b) return { whole: null, edges: [period] };
+  const edges: Period[] = [];
+  if (period.start < a) edges.push({ start: period.start, end: a });
+  if (b < period.end) edges.push({ start: b, end: period.end });
+  return { whole: { start: a, end: b }, edges };
+}
+
+/** The previous period of equal length, for trends. */
+export const previousPeriod = (p: Period): Period => ({ start: new Date(2 * p.start.getTime() - p.end.getTime()), end: p.start });
+
+/** Bucket starts of `period` at `granularity` (UTC; weeks start on Monday), as metrics' daily_metrics. */
+export function bucketStarts(period: Period, granularity: Granularity): Date[] {
+  const trunc = (d: Date) => {
+    const t = new Date(d);
+    if (granularity === 'hour') return floorTo(t, HOUR_MS);
+    t.setUTCHours(0, 0, 0, 0);
+    if (granularity === 'week') t.setUTCDate(t.getUTCDate() - ((t.getUTCDay() + 6) % 7));
+    if (granularity === 'month') t.setUTCDate(1);
+    return t;
+  };
+  const next = (d: Date) => {
+    const t = new Date(d);
+    if (granularity === 'hour') return new Date(t.getTime() + HOUR_MS);
+    if (granularity === 'day') t.setUTCDate(t.getUTCDate() + 1);
+    if (granularity === 'week') t.setUTCDate(t.getUTCDate() + 7);
+    if (granularity === 'month') t.setUTCMonth(t.getUTCMonth() + 1);
+    return t;
+  };
+  const out: Date[] = [];
+  for (let b = trunc(period.start); b < period.end; b = next(b)) out.push(b);
+  return out;
+}
+
+export const bucketLabel = (d: Date, granularity: Granularity) =>
+  granularity === 'hour' ? `${d.toISOString().slice(0, 13)}:00:00Z` : d.toISOString().slice(0, 10);
+
+/** SQL expression of the bucket label of timestamp expression `at` (UTC). */
+const bucketSql = (at: string, granularity: Granularity) =>
+  granularity === 'hour'
+    ? `to_char(date_trunc('hour', ${at}, 'UTC') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:00:00"Z"')`
+    : `to_char(date_trunc('${granularity}', ${at}, 'UTC') at time zone 'UTC', 'YYYY-MM-DD')`;
+
+const COUNTER_COLUMNS = [
+  'started',
+  'succeeded',
+  'failed',
+  'cancelled',
+  'timeout_errors',
+  'api_errors',
+  'validation_errors',
+  'duration_sum_ms',
+  'messages_in',
+  'messages_out',
+  'rating_sum',
+  'rating_count',
+  'nps_promoters',
+  'nps_detractors',
+  'nps_count',
+] as const;
+type CounterName = (typeof COUNTER_COLUMNS)[number];
+export type Counters = Record<CounterName, number>;
+
+const zeroCounters = (): Counters => Object.fromEntries(COUNTER_COLUMNS.map((c) => [c, 0])) as Counters;
+
+interface Sql {
+  sql: string;
+  params: unknown[];
+}
+
+/** `and …` filters of a scope on a table alias whose columns are named like the rollups'. */
+function scopeFilter(scope: Scope, alias: string, opts: { workflowColumn?: string } = {}): Sql {
+  let sql = `${alias}.organization_id = ?`;
+  const params: unknown[] = [scope.organizationId];
+  if (scope.workflowId !== undefined) {
+    sql += ` and ${opts.workflowColumn ?? `${alias}.workflow_id`} = ?`;
+    params.push(scope.workflowId);
+  }
+  if (scope.channel !== undefined) {
+    sql += ` and ${alias}.channel = ?`;
+    params.push(scope.channel);
+  }
+  return { sql, params };
+}
+
+/**
+ * One relation of hourly counter rows for the period (columns: `hour`, `trigger_id`,
+ * `channel` and the counters): rollup rows for whole hours, the same counters computed from
+ * executions, messages and form steps for the partial edge hours.
+ */
+function hourlyFacts(scope: Scope, period: Period): Sql {
+  const { whole, edges } = split(period, HOUR_MS);
+  const parts: string[] = [];
+  const params: unknown[] = [];
+  const cols = COUNTER_COLUMNS.join(', ');
+  if (whole) {
+    const f = scopeFilter(scope, 'h');
+    parts.push(`select h.hour, h.trigger_id, h.channel, ${cols} from analytics_hourly h where ${f.sql} and h.hour >= ? and h.hour < ?`);
+    params.push(...f.params, whole.start, whole.end);
+  }
+  for (const edge of edges) {
+    const fe = scopeFilter(scope, 'e');
+    parts.push(`select date_trunc('hour', e.started_at, 'UTC'), coalesce(e.trigger_id, ''), e.channel, 1,
+        (e.status = 'success')::int, (e.status = 'failed')::int, (e.status = 'cancelled')::int,
+        (e.status = 'failed' and e.error_type = 'timeout')::int, (e.status = 'failed' and e.error_type = 'api_error')::int,
+        (e.status = 'failed' and e.error_type = 'validation_error')::int,
+        case when e.status in ('success', 'failed') then coalesce(e.duration_ms, 0) else 0 end, 0, 0,
+        coalesce(sc.rating_sum, 0), coalesce(sc.rating_count, 0), coalesce(sc.nps_promoters, 0), coalesce(sc.nps_detractors, 0), coalesce(sc.nps_count, 0)
+      from executions e
+      left join lateral (
+        select ${scoreSums('s')} from execution_steps s where s.execution_id = e.id and s.output -> 'scores' is not null
+      ) sc on true
+      where ${fe.sql} and e.started_at >= ? and e.started_at < ?`);
+    params.push(...fe.params, edge.start, edge.end);
+    const fm = scopeFilter(scope, 'm', { workflowColumn: "coalesce(x.workflow_id, '')" });
+    parts.push(`select date_trunc('hour', m.created_at, 'UTC'), coalesce(x.trigger_id, ''), m.channel, 0, 0, 0, 0, 0, 0, 0, 0,
+        (m.direction = 'inbound')::int, (m.direction = 'outbound')::int, 0, 0, 0, 0, 0
+      from messages m left join executions x on x.id = m.execution_id
+      where ${fm.sql} and m.created_at >= ? and m.created_at < ?`);
+    params.push(...fm.params, edge.start, edge.end);
+  }
+  return { sql: parts.join('\nunion all\n'), params };
+}
+
+/**
+ * SQL select list summing the rating / NPS answers in `output.scores` of step rows `alias`
+ * (the same counters the step trigger adds to the rollups).
+ */
+export function scoreSums(alias: string): string {
+  const each = (field: string, agg: string) =>
+    `coalesce(sum((select ${agg} from jsonb_array_elements_text(coalesce(${alias}.output #> '{scores,${field}}', '[]')) v)), 0)::int`;
+  return `${each('rating', 'sum(v::int)')} as rating_sum, ${each('rating', 'count(*)')} as rating_count,
+          ${each('nps', 'count(*) filter (where v::int >= 9)')} as nps_promoters, ${each('nps', 'count(*) filter (where v::int <= 6)')} as nps_detractors,
+          ${each('nps', 'count(*)')} as nps_count`;
+}
+
+/** Dimensions the counters can be broken down by. */
+export type Dimension = 'bucket' | 'channel' | 'trigger_id' | 'hour_of_day';
+
+const dimensionSql = (by: Dimension, granularity: Granularity) =>
+  by === 'bucket' ? bucketSql('f.hour', granularity) : by === 'hour_of_day' ? `to_char(f.hour at time zone 'UTC', 'HH24:00')` : `f.${by}`;
+
+/**
+ * Counters over the period: the total (under `total`) and, in the same pass over the facts
+ * (grouping sets), summed per value of each dimension in `by`. `granularity` is needed for
+ * `bucket` (the bucket label, as daily_metrics' `date`).
+ */
+export async function sumCountersBy(
+  em: EntityManager,
+  scope: Scope,
+  period: Period,
+  by: Dimension[],
+  granularity: Granularity = 'day',
+): Promise<{ total: Counters } & Partial<Record<Dimension, Map<string, Counters>>>> {
+  const facts = hourlyFacts(scope, period);
+  const dims = [...new Set(by)];
+  const keys = dims.map((d, i) => `${dimensionSql(d, granularity)} as k${i}`);
+  const ks = dims.map((_, i) => `k${i}`).join(', ');
+  const sums = COUNTER_COLUMNS.map((c) => `coalesce(sum(${c}), 0)::float8 as ${c}`).join(', ');
+  const from = `from (select ${[...keys, 'f.*'].join(', ')} from (${facts.sql}) f(hour, trigger_id, channel, ${COUNTER_COLUMNS.join(', ')})) y`;
+  const all = (1 << dims.length) - 1;
+  const rows = await em.execute<Array<Record<string, unknown>>>(
+    dims.length === 0
+      ? `select ${all} as g, ${sums} ${from}`
+      : `select ${ks}, grouping(${ks}) as g, ${sums} ${from} group by grouping sets ((), ${dims.map((_, i) => `(k${i})`).join(', ')})`,
+    facts.params,
+  );
+  const counters = (r: Record<string, unknown>) => Object.fromEntries(COUNTER_COLUMNS.map((c) => [c, Number(r[c])])) as Counters;
+  const out: { total: Counters } & Partial<Record<Dimension, Map<string, Counters>>> = { total: zeroCounters() };
+  dims.forEach((d) => (out[d] = new Map()));
+  for (const r of rows) {
+    // grouping(k0…kn−1) sets bit n−1−i when k_i is aggregated away: all bits = the total row.
+    const g = Number(r.g);
+    if (g === all) {
+      out.total = counters(r);
+      continue;
+    }
+    const i = dims.findIndex((_, j) => ((g >> (dims.length - 1 - j)) & 1) === 0);
+    out[dims[i]!]!.set(String(r[`k${i}`]), counters(r));
+  }
+  return out;
+}
+
+/** Counters over the period, summed per value of `by` (none: one total under key ''). */
+export async function sumCounters(
+  em: EntityManager,
+  scope: Scope,
+  period: Period,
+  by?: Dimension,
+  granularity: Granularity = 'day',
+): Promise<Map<string, Counters>> {
+  const r = await sumCountersBy(em, scope, period, by ? [by] : [], granularity);
+  return by ? r[by]! : new Map([['', r.total]]);
+}
+
+export const totalOf = (m: Map<string, Counters>) => m.get('') ?? zeroCounters();
+export const countersOr0 = (c: Counters | undefined) => c ?? zeroCounters();
+
+/** The merged latency histogram of executions that finished (success or failed) among those started in the period. */
+export async function latencyHistogram(em: EntityManager, scope: Scope, period: Period): Promise<Histogram> {
+  const { whole, edges } = split(period, HOUR_MS);
+  const counts = new Map<number, number>();
+  const add = (b: number, n: number) => counts.set(b, (counts.get(b) ?? 0) + n);
+  const reads: Array<Promise<void>> = [];
+  if (whole) {
+    // Merged here rather than in SQL: unnesting every hour's array costs more than parsing them.
+    const f = scopeFilter(scope, 'h');
+    reads.push(
+      em
+        .execute<Array<{ lo: number; counts: string }>>(
+          `select array_lower(h.latency_hist, 1) as lo, array_to_string(h.latency_hist, ',', '0') as counts from analytics_hourly h
+            where ${f.sql} and h.hour >= ? and h.hour < ? and cardinality(h.latency_hist) > 0`,
+          [...f.params, whole.start, whole.end],
+        )
+        .then((rows) => {
+          for (const r of rows) r.counts.split(',').forEach((n, i) => n !== '0' && add(r.lo + i, Number(n)));
+        }),
+    );
+  }
+  for (const edge of edges) {
+    const f = scopeFilter(scope, 'e');
+    reads.push(
+      em
+        .execute<Array<{ b: number; n: number }>>(
+          `select analytics_latency_bucket(e.duration_ms) as b, count(*)::int as n from executions e
+            where ${f.sql} and e.started_at >= ? and e.started_at < ? and e.status in ('success', 'failed') group by 1`,
+          [...f.params, edge.start, edge.end],
+        )
+        .then((rows) => rows.forEach((r) => add(r.b, r.n))),
+    );
+  }
+  await Promise.all(reads);
+  return [...counts].filter(([, n]) => n > 0).sort((a, b) => a[0] - b[0]);
+}
+
+/**
+ * Distinct customers of the executions started in the period (or, with `inbound`, of the
+ * customers' inbound messages), in total and per bucket. Whole UTC days come from
+ * `analytics_customer_days`, the partial edge days from the facts; `hour` buckets read the
+ * facts for the whole period (a day's rollup cannot split into hours).
+ */
+export async function distinctCustomers(
+  em: EntityManager,
+  scope: Scope & { customerIds?: Sql },
+  period: Period,
+  opts: { inbound?: boolean; granularity?: Granularity } = {},
+): Promise<{ total: number; byBucket: Map<string, number>; byChannel: Map<string, number>; ids: Sql }> {
+  const { whole, edges } = opts.granularity === 'hour' ? { whole: null, edges: [period] } : split(period, DAY_MS);
+  const parts: string[] = [];
+  const params: unknown[] = [];
+  const restrict = (alias: string) => (scope.customerIds ? ` and ${alias}.customer_id in (${scope.customerIds.sql})` : '');
+  const restrictParams = scope.customerIds?.params ?? [];
+  if (whole) {
+    // A workflow's rows exist only for executions (executions > 0), so they need no filter and
+    // the primary key answers the scan index-only; the organization's '' rows hold messages.
+    const f = scopeFilter(opts.inbound ? { ...scope, workflowId: '' } : scope, 'd');
+    parts.push(`select d.day::timestamp at time zone 'UTC' as at, d.channel, d.customer_id from analytics_customer_days d
+                 where ${f.sql} and d.day >= ?::date and d.day < ?::date${opts.inbound ? ' and d.messages_in > 0' : ''}${restrict('d')}`);
+    params.push(...f.params, whole.start.toISOString().slice(0, 10), whole.end.toISOString().slice(0, 10), ...restrictParams);
+  }
+  for (const edge of edges) {
+    if (opts.inbound) {
+      const f = scopeFilter({ organizationId: scope.organizationId, ...(scope.channel ? { channel: scope.channel } : {}) }, 'm');
+      parts.push(`select m.created_at, m.channel, m.customer_id from messages m
+                   where ${f.sql} and m.direction = 'inbound' and m.created_at >= ? and m.created_at < ?${restrict('m')}`);
+      params.push(...f.params, edge.start, edge.end, ...restrictParams);
+    } else {
+      const f = scopeFilter(scope, 'e');
+      parts.push(`select e.started_at, e.channel, e.customer_id from executions e
+                   where ${f.sql} and e.customer_id is not null and e.started_at >= ? and e.started_at < ?${restrict('e')}`);
+      params.push(...f.params, edge.start, edge.end, ...restrictParams);
+    }
+  }
+  if (parts.length === 0) return { total: 0, byBucket: new Map(), byChannel: new Map(), ids: { sql: 'select null::text where false', params: [] } };
+  const rel = `(${parts.join(' union all ')}) c(at, channel, customer_id)`;
+  const granularity = opts.granularity ?? 'day';
+  // Distinct counts as hash aggregations over one materialized set (count(distinct) would sort it once per grouping).
+  const rows = await em.execute<Array<{ kind: string; key: string; n: number }>>(
+    `with c as materialized (select ${bucketSql('at', granularity)} as b, channel, customer_id from ${rel})
+     select 'total' as kind, '' as key, count(*)::int as n from (select customer_id from c group by customer_id) x
+     union all select 'bucket', b, count(*)::int from (select b, customer_id from c group by b, customer_id) x group by b
+     union all select 'channel', channel, count(*)::int from (select channel, customer_id from c group by channel, customer_id) x group by channel`,
+    params,
+  );
+  const pick = (kind: string) => new Map(rows.filter((r) => r.kind === kind).map((r) => [r.key, r.n]));
+  return {
+    total: rows.find((r) => r.kind === 'total')?.n ?? 0,
+    byBucket: pick('bucket'),
+    byChannel: pick('channel'),
+    ids: { sql: `select distinct customer_id from ${rel}`, params },
+  };
+}
+
+/** Mean rating (1–5), 2 decimals; null without answers, never 0. */
+export const customerSatisfaction = (c: Counters) => (c.rating_count === 0 ? null : Math.round((c.rating_sum / c.rating_count) * 100) / 100);
+
+/** % promoters (9–10) − % detractors (0–6), −100…100, 1 decimal; null without answers. */
+export const netPromoterScore = (c: Counters) =>
+  c.nps_count === 0 ? null : Math.round(((c.nps_promoters - c.nps_detractors) / c.nps_count) * 1000) / 10;
+
+/** Mean duration of finished (success or failed) executions, whole ms; 0 when none finished (as workflow metrics). */
+export const averageDurationMs = (c: Counters) => (c.succeeded + c.failed === 0 ? 0 : Math.round(c.duration_sum_ms / (c.succeeded + c.failed)));
+
+/** The workflow metrics' counters from rollup counters (same names and rules as GET /v1/workflows/{id}/metrics). */
+export function executionMetrics(c: Counters) {
+  return {
+    total_executions: c.started,
+    successful_executions: c.succeeded,
+    failed_executions: c.failed,
+    success_rate: successRatio(c.succeeded, c.failed),
+    average_duration_ms: averageDurationMs(c),
+    messages_sent: c.messages_out,
+    messages_received: c.messages_in,
+    customer_satisfaction: customerSatisfaction(c),
+    net_promoter_score: netPromoterScore(c),
+  };
+}
+
+/** Share of finished (success or failed) executions, 4 decimals; 0 when none finished. */
+export const shareOfFinished = (n: number, c: Counters) =>
+  c.succeeded + c.failed === 0 ? 0 : Math.round((n / (c.succeeded + c.failed)) * 10_000) / 10_000;
+
+/**
+ * Trend of a figure against the previous period of equal length: `stable` while the
+ * relative change is within ±TREND_THRESHOLD (or either side is null, or both are 0),
+ * else `increasing` / `decreasing`.
+ */
+export const TREND_THRESHOLD = 0.05;
+export type Trend = 'increasing' | 'stable' | 'decreasing';
+export function trend(current: number | null, previous: number | null): Trend {
+  if (current === null || previous === null || current === previous) return 'stable';
+  if (previous === 0) return current > 0 ? 'increasing' : 'decreasing';
+  const change = (current - previous) / Math.abs(previous);
+  if (Math.abs(change) <= TREND_THRESHOLD) return 'stable';
+  return change > 0 ? 'increasing' : 'decreasing';
+}
+
+/** Step statistics per node from `analytics_node_hourly` (whole hours) and the steps of edge-hour executions. */
+export async function nodeCounters(
+  em: EntityManager,
+  scope: Scope & { workflowId: string },
+  period: Period,
+): Promise<Array<{ node_id: string; type: string; steps: number; failed_steps: number; duration_sum_ms: number }>> {
+  const { whole, edges } = split(period, HOUR_MS);
+  const parts: string[] = [];
+  const params: unknown[] = [];
+  if (whole) {
+    parts.push(`select node_id, type, steps, failed_steps, duration_sum_ms from analytics_node_hourly
+                 where organization_id = ? and workflow_id = ? and hour >= ? and hour < ?`);
+    params.push(scope.organizationId, scope.workflowId, whole.start, whole.end);
+  }
+  for (const edge of edges) {
+    parts.push(`select s.node_id, s.type, 1, (s.status = 'failed')::int, coalesce(s.duration_ms, 0)
+                  from executions e join execution_steps s on s.execution_id = e.id
+                 where e.organization_id = ? and e.workflow_id = ? and e.started_at >= ? and e.started_at < ?`);
+    params.push(scope.organizationId, scope.workflowId, edge.start, edge.end);
+  }
+  return em.execute(
+    `select node_id, type, sum(steps)::int as steps, sum(failed_steps)::int as failed_steps, sum(duration_sum_ms)::float8 as duration_sum_ms
+       from (${parts.join(' union all ')}) x group by 1, 2 order by 1, 2`,
+    params,
+  );
+}

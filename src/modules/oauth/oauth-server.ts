@@ -1,0 +1,30 @@
+/**
+ * Mounts the authorization server into the service's Koa app, ahead of the JSON-only
+ * body handling (the token endpoint takes form bodies and answers RFC 6749 errors):
+ * the provider's own endpoints under /oauth and its discovery document, also served at
+ * the RFC 8414 address `/.well-known/oauth-authorization-server`; and our sign-in and
+ * consent pages under /oauth/interaction.
+ */
+import type { Context, Middleware, Next } from 'koa';
+import type { Services } from '../../services';
+import { interactionRouter } from './oauth-interactions';
+
+const RFC8414 = '/.well-known/oauth-authorization-server';
+const OIDC_DISCOVERY = '/.well-known/openid-configuration';
+
+export function oauthMiddleware(services: Services) {
+  const { provider } = services.oauth;
+  const handle = provider.callback();
+  const interactions = interactionRouter(services).routes() as unknown as Middleware;
+  provider.on('server_error', (_ctx, err) => services.logger.error({ err }, 'oauth server error'));
+
+  return async (ctx: Context, next: Next) => {
+    if (ctx.path.startsWith('/oauth/interaction/')) return interactions(ctx, next);
+    if (ctx.path === RFC8414) ctx.req.url = OIDC_DISCOVERY;
+    else if (!ctx.path.startsWith('/oauth/') && ctx.path !== OIDC_DISCOVERY) return next();
+    // The provider writes the response itself.
+    ctx.respond = false;
+    await handle(ctx.req, ctx.res);
+    ctx.status = ctx.res.statusCode;
+  };
+}

@@ -1,0 +1,205 @@
+/**
+ * Owns what each export `data_type` reads: its columns, its organization-scoped SQL (date
+ * range on the type's own time column, workflow and channel filters) and a deterministic
+ * order (time, then id), so a retried export writes the same rows in the same order.
+ * Timestamps are formatted by PostgreSQL (ISO 8601, UTC) so rows stream straight into the
+ * renderers. `workflow_metrics` is not a table: it is computed by report-data.ts.
+ */
+import { badRequest } from '../../http/errors';
+
+export const EXPORT_DATA_TYPES = ['workflow_metrics', 'executions', 'steps', 'messages', 'customers', 'trigger_executions', 'webhook_logs'] as const;
+export type ExportDataType = (typeof EXPORT_DATA_TYPES)[number];
+export type TableDataType = Exclude<ExportDataType, 'workflow_metrics'>;
+
+export interface ExportFilters {
+  from?: Date;
+  to?: Date;
+  workflowIds?: string[];
+  channels?: string[];
+}
+
+export interface SqlQuery {
+  text: string;
+  values: unknown[];
+}
+
+interface Source {
+  /** `[column name in the file, SQL expression]` in file order. */
+  columns: Array<[string, string]>;
+  from: string;
+  organization: string;
+  time: string;
+  /** A predicate builder for `workflow_ids` given its parameter, or null when the type has no workflow. */
+  workflow: ((param: string) => string) | null;
+  channel: string | null;
+  id: string;
+}
+
+const iso = (expr: string) => `to_char(${expr} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+const SOURCES: Record<TableDataType, Source> = {
+  executions: {
+    columns: [
+      ['id', 't.id'],
+      ['workflow_id', 't.workflow_id'],
+      ['revision', 't.revision'],
+      ['trigger_id', 't.trigger_id'],
+      ['customer_id', 't.customer_id'],
+      ['channel', 't.channel'],
+      ['status', 't.status'],
+      ['started_at', iso('t.started_at')],
+      ['completed_at', iso('t.completed_at')],
+      ['duration_ms', 't.duration_ms'],
+      ['error_type', 't.error_type'],
+      ['error_message', 't.error_message'],
+      ['retry_of', 't.retry_of'],
+    ],
+    from: 'executions t',
+    organization: 't.organization_id',
+    time: 't.started_at',
+    workflow: (p) => `t.workflow_id = any(${p})`,
+    channel: 't.channel',
+    id: 't.id',
+  },
+  steps: {
+    columns: [
+      ['id', 't.id'],
+      ['execution_id', 't.execution_id'],
+      ['workflow_id', 'e.workflow_id'],
+      ['node_id', 't.node_id'],
+      ['type', 't.type'],
+      ['status', 't.status'],
+      ['started_at', iso('t.started_at')],
+      ['completed_at', iso('t.completed_at')],
+      ['duration_ms', 't.duration_ms'],
+      ['error_type', 't.error_type'],
+      ['error_message', 't.error_message'],
+    ],
+    from: 'execution_steps t join executions e on e.id = t.execution_id',
+    organization: 't.organization_id',
+    time: 't.started_at',
+    workflow: (p) => `e.workflow_id = any(${p})`,
+    channel: 'e.channel',
+    id: 't.id',
+  },
+  messages: {
+    columns: [
+      ['id', 't.id'],
+      ['customer_id', 't.customer_id'],
+      ['channel', 't.channel'],
+      ['direction', 't.direction'],
+      ['text', 't.text'],
+      ['execution_id', 't.execution_id'],
+      ['workflow_id', 'e.workflow_id'],
+      ['node_id', 't.node_id'],
+      ['created_at', iso('t.created_at')],
+    ],
+    from: 'messages t left join executions e on e.id = t.execution_id',
+    organization: 't.organization_id',
+    time: 't.created_at',
+    workflow: (p) => `e.workflow_id = any(${p})`,
+    channel: 't.channel',
+    id: 't.id',
+  },
+  customers: {
+    columns: [
+      ['id', 't.id'],
+      ['channel', 't.channel'],
+      ['external_id', 't.external_id'],
+      ['name', 't.name'],
+      ['message_count', 't.message_count'],
+      ['first_seen_at', iso('t.first_seen_at')],
+      ['last_message_at', iso('t.last_message_at')],
+      ['created_at', iso('t.created_at')],
+    ],
+    from: 'customers t',
+    organization: 't.organization_id',
+    time: 't.created_at',
+    // A customer belongs to a workflow's audience when that workflow ran for them.
+    workflow: (p) => `exists (select 1 from executions e where e.customer_id = t.id and e.workflow_id = any(${p}))`,
+    channel: 't.channel',
+    id: 't.id',
+  },
+  trigger_executions: {
+    // Status and completion come from the linked execution at read time, as the trigger
+    // executions endpoint reports them (a cancelled execution reads as failed).
+    columns: [
+      ['id', 't.id'],
+      ['trigger_id', 't.trigger_id'],
+      ['workflow_id', 't.workflow_id'],
+      ['execution_id', 't.execution_id'],
+      ['customer_id', 't.customer_id'],
+      ['channel', 't.channel'],
+      ['status', `case when t.status = 'failed' or e.status in ('failed', 'cancelled') then 'failed' when e.status = 'success' then 'success' else 'running' end`],
+      ['error_code', 't.error_code'],
+      ['error_message', 'coalesce(t.error_message, e.error_message)'],
+      ['triggered_at', iso('t.triggered_at')],
+      ['completed_at', iso('coalesce(e.completed_at, t.completed_at)')],
+    ],
+    from: 'trigger_executions t left join executions e on e.id = t.execution_id',
+    organization: 't.organization_id',
+    time: 't.triggered_at',
+    workflow: (p) => `t.workflow_id = any(${p})`,
+    channel: 't.channel',
+    id: 't.id',
+  },
+  webhook_logs: {
+    columns: [
+      ['id', 't.id'],
+      ['webhook_id', 't.webhook_id'],
+      ['event_id', 't.event_id'],
+      ['event_type', 't.event_type'],
+      ['status', 't.status'],
+      ['response_code', 't.response_code'],
+      ['response_time_ms', 't.response_time_ms'],
+      ['attempt', 't.attempt'],
+      ['delivered_at', iso('t.delivered_at')],
+      ['error_message', 't.error_message'],
+    ],
+    from: 'webhook_logs t',
+    organization: 't.organization_id',
+    time: 't.delivered_at',
+    workflow: null,
+    channel: null,
+    id: 't.id',
+  },
+};
+
+/** Rejects filters a data type cannot apply (400 with the field), before anything is recorded. */
+export function checkFiltersApply(dataType: ExportDataType, f: ExportFilters): void {
+  if (dataType === 'workflow_metrics') return;
+  const source = SOURCES[dataType];
+  if (!source.workflow && f.workflowIds?.length) throw badRequest(`${dataType} cannot be filtered by workflow`, 'filters.workflow_ids');
+  if (!source.channel && f.channels?.length) throw badRequest(`${dataType} cannot be filtered by channel`, 'filters.channels');
+}
+
+export function exportColumns(dataType: TableDataType): string[] {
+  return SOURCES[dataType].columns.map(([name]) => name);
+}
+
+function where(source: Source, organizationId: string, f: ExportFilters): SqlQuery {
+  const values: unknown[] = [organizationId];
+  const conditions = [`${source.organization} = $1`];
+  const param = (v: unknown) => {
+    values.push(v);
+    return `$${values.length}`;
+  };
+  if (f.from) conditions.push(`${source.time} >= ${param(f.from)}`);
+  if (f.to) conditions.push(`${source.time} < ${param(f.to)}`);
+  if (f.workflowIds?.length && source.workflow) conditions.push(source.workflow(param(f.workflowIds)));
+  if (f.channels?.length && source.channel) conditions.push(`${source.channel} = any(${param(f.channels)})`);
+  return { text: `from ${source.from} where ${conditions.join(' and ')}`, values };
+}
+
+/** The rows of an export, in file order. Every row is an array in `exportColumns` order. */
+export function exportRowsQuery(dataType: TableDataType, organizationId: string, f: ExportFilters): SqlQuery {
+  const source = SOURCES[dataType];
+  const w = where(source, organizationId, f);
+  const select = source.columns.map(([name, expr]) => `${expr} as "${name}"`).join(', ');
+  return { text: `select ${select} ${w.text} order by ${source.time}, ${source.id}`, values: w.values };
+}
+
+export function exportCountQuery(dataType: TableDataType, organizationId: string, f: ExportFilters): SqlQuery {
+  const w = where(SOURCES[dataType], organizationId, f);
+  return { text: `select count(*)::int as n ${w.text}`, values: w.values };
+}

@@ -1,0 +1,119 @@
+/** The In / Out shapes of data exports and custom reports, and their validation codes. */
+import { paginationQuery } from '../../http/pagination';
+import type { IssueClassifier } from '../../http/validation';
+import { isoDateTime } from '../../http/validation';
+import { z } from '../../http/zod';
+import { GRANULARITIES } from '../metrics/execution-metrics';
+import { Channel, DESCRIPTION_MAX, NAME_MAX } from '../workflows/workflow.schemas';
+import { EXPORT_DATA_TYPES } from './export-sources';
+import { REPORT_GROUP_BY, REPORT_METRICS } from './report-data';
+
+const WorkflowIds = z.array(z.string().min(1).max(64)).max(100).openapi({ description: 'Workflows of your organization; another id is 404 WORKFLOW_NOT_FOUND' });
+const Channels = z.array(Channel).max(20);
+
+export const ExportIn = z
+  .strictObject({
+    data_type: z.enum(EXPORT_DATA_TYPES),
+    format: z.enum(['csv', 'json', 'xlsx']).default('csv').openapi({ description: '`json` is NDJSON: one object per line' }),
+    start_date: isoDateTime.optional().openapi({ description: 'Inclusive; on the data type\'s own time column' }),
+    end_date: isoDateTime.optional().openapi({ description: 'Exclusive timestamp, or a date whose whole day is included' }),
+    filters: z.strictObject({ workflow_ids: WorkflowIds.optional(), channels: Channels.optional() }).default({}),
+    include_metadata: z
+      .boolean()
+      .default(false)
+      .openapi({ description: 'xlsx: a second sheet `metadata`; csv/json: `X-Export-*` download headers; all: `metadata` in the status record' }),
+  })
+  .openapi('ExportRequest');
+
+export const ReportIn = z
+  .strictObject({
+    name: z.string().trim().min(1).max(NAME_MAX),
+    description: z.string().max(DESCRIPTION_MAX).optional(),
+    metrics: z.array(z.enum(REPORT_METRICS)).min(1).max(REPORT_METRICS.length),
+    filters: z
+      .strictObject({
+        start_date: isoDateTime.optional().openapi({ description: 'Default: 30 days before end_date' }),
+        end_date: isoDateTime.optional().openapi({ description: 'Default: now' }),
+        workflow_ids: WorkflowIds.optional(),
+        channels: Channels.optional(),
+      })
+      .default({}),
+    group_by: z.array(z.enum(REPORT_GROUP_BY)).max(2).default([]),
+    granularity: z.enum(GRANULARITIES).default('day'),
+    format: z.enum(['csv', 'json', 'pdf']).default('csv'),
+  })
+  .openapi('ReportRequest');
+
+/** The file of a `json` report (docs/reports.md). */
+export const ReportFileOut = z
+  .object({
+    report_id: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    generated_at: z.string(),
+    metrics: z.array(z.enum(REPORT_METRICS)),
+    filters: z.record(z.string(), z.unknown()),
+    group_by: z.array(z.enum(REPORT_GROUP_BY)),
+    period: z.object({ start_date: z.string(), end_date: z.string() }),
+    granularity: z.enum(GRANULARITIES),
+    groups: z.array(
+      z.object({
+        workflow_id: z.string().optional(),
+        workflow_name: z.string().optional(),
+        channel: z.string().optional(),
+        metrics: z.partialRecord(z.enum(REPORT_METRICS), z.number()),
+        series: z.array(z.object({ date: z.string(), executions: z.number().int(), success_rate: z.number(), average_duration_ms: z.number() })),
+      }),
+    ),
+  })
+  .openapi('ReportFile');
+
+/** Unknown metrics are 400 INVALID_METRICS, an unknown granularity 422 INVALID_GRANULARITY (contract codes). */
+export const classifyReportIssue: IssueClassifier = ({ path, missing }) => {
+  if (path[0] === 'metrics' && !missing) return { status: 400, code: 'INVALID_METRICS' };
+  if (path[0] === 'granularity' && !missing) return { status: 422, code: 'INVALID_GRANULARITY' };
+  return undefined;
+};
+
+export const ExportParams = z.strictObject({ export_id: z.string().max(64) });
+export const ReportParams = z.strictObject({ report_id: z.string().max(64) });
+export const ListQuery = z.strictObject(paginationQuery);
+
+const ErrorDetail = z.object({ code: z.string(), message: z.string() });
+
+export const ExportOut = z
+  .object({
+    export_id: z.string(),
+    data_type: z.enum(EXPORT_DATA_TYPES),
+    format: z.enum(['csv', 'json', 'xlsx']),
+    status: z.enum(['processing', 'completed', 'failed', 'expired']),
+    created_at: z.string(),
+    estimated_completion: z.string().nullable().openapi({ description: 'While processing' }),
+    completed_at: z.string().nullable(),
+    expires_at: z.string().nullable(),
+    download_url: z.string(),
+    progress: z.object({ rows_written: z.number().int(), rows_total: z.number().int().nullable(), percent: z.number().int() }),
+    file_size: z.number().int().nullable(),
+    error: ErrorDetail.nullable().openapi({ description: '`EXPORT_GENERATION_FAILED` when failed' }),
+    metadata: z
+      .object({ export_id: z.string(), data_type: z.string(), format: z.string(), filters: z.record(z.string(), z.unknown()), generated_at: z.string(), row_count: z.number().int() })
+      .optional()
+      .openapi({ description: 'With include_metadata, once completed' }),
+  })
+  .openapi('Export');
+
+export const ReportOut = z
+  .object({
+    report_id: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    format: z.enum(['csv', 'json', 'pdf']),
+    status: z.enum(['generating', 'completed', 'failed', 'expired']),
+    created_at: z.string(),
+    estimated_completion: z.string().nullable().openapi({ description: 'While generating' }),
+    completed_at: z.string().nullable(),
+    expires_at: z.string().nullable(),
+    download_url: z.string(),
+    error: ErrorDetail.nullable().openapi({ description: '`REPORT_GENERATION_FAILED` when failed' }),
+  })
+  .openapi('Report');

@@ -1,0 +1,424 @@
+/**
+ * Owns exports and reports as organization-scoped records: creation (validate, record,
+ * start the Temporal workflow in the same transaction, so a failed start records
+ * nothing), reads and lists, downloads (not ready / expired / streamed or redirected), and
+ * the state changes the workflows make (progress, completed, failed, expired), each
+ * completion or failure committed with its `export.*` / `report.*` event.
+ */
+import { LockMode } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { TypedSearchAttributes } from '@temporalio/common';
+import type { Context } from 'koa';
+import { AppError, notFound } from '../../http/errors';
+import { offsetOf, type Page, paginate } from '../../http/pagination';
+import { newId } from '../../ids';
+import type { Services } from '../../services';
+import { SearchAttributeKeys } from '../../../temporal/shared';
+import { EXPORT_WORKFLOW, exportWorkflowId, REPORT_WORKFLOW, reportWorkflowId, type FileJobInput } from '../../../temporal/reports.shared';
+import { recordEvent } from '../events/outbox';
+import type { z } from '../../http/zod';
+import { dateFilter, resolvePeriod } from '../metrics/execution-metrics';
+import { checkFiltersApply, type ExportDataType, type ExportFilters } from './export-sources';
+import { EXPORT_CONTENT_TYPES, type ExportJob, type ExportMetadata } from './export-writer';
+import { AnalyticsExport, Report } from './report.entity';
+import type { ExportIn, ExportOut, ReportIn, ReportOut } from './report.schemas';
+
+/** Rough throughput used for `estimated_completion` (rows per second, and a floor). */
+const ESTIMATED_ROWS_PER_SECOND = 50_000;
+const MIN_ESTIMATE_MS = 5_000;
+
+export const REPORT_CONTENT_TYPES = { csv: 'text/csv; charset=utf-8', json: 'application/json', pdf: 'application/pdf' } as const;
+
+const EXTENSIONS = { csv: 'csv', json: 'ndjson', xlsx: 'xlsx' } as const;
+
+type ExportRequest = z.output<typeof ExportIn>;
+type ReportRequest = z.output<typeof ReportIn>;
+
+export class ReportService {
+  constructor(private readonly services: Services) {}
+
+  private em(): EntityManager {
+    return this.services.orm.em.fork() as EntityManager;
+  }
+
+  private url(path: string) {
+    return `${this.services.config.BASE_URL}${path}`;
+  }
+
+  /** Every id must be a live workflow of the organization: another one is 404 (no existence leak). */
+  private async requireWorkflows(em: EntityManager, organizationId: string, ids: string[] | undefined): Promise<void> {
+    if (!ids?.length) return;
+    const found = await em.execute<Array<{ id: string }>>(
+      `select id from workflows where organization_id = ? and deleted_at is null and id in (${ids.map(() => '?').join(', ')})`,
+      [organizationId, ...ids],
+    );
+    const known = new Set(found.map((r) => r.id));
+    const missing = ids.findIndex((id) => !known.has(id));
+    if (missing >= 0) {
+      throw new AppError(404, 'WORKFLOW_NOT_FOUND', `Workflow ${ids[missing]} not found`, { field: `filters.workflow_ids[${missing}]` });
+    }
+  }
+
+  private async startJob(workflowType: string, workflowId: string, input: FileJobInput, idKey: 'exportId' | 'reportId') {
+    // Inside the transaction that records the job: if Temporal refuses, nothing is recorded.
+    try {
+      await this.services.temporal.client.workflow.start(workflowType, {
+        taskQueue: this.services.config.TEMPORAL_TASK_QUEUE,
+        workflowId,
+        args: [input],
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        typedSearchAttributes: new TypedSearchAttributes([
+          { key: SearchAttributeKeys.organizationId, value: input.organizationId },
+          { key: SearchAttributeKeys[idKey], value: input.id },
+        ]),
+      });
+    } catch (err) {
+      this.services.logger.error({ err, workflowId }, 'could not start a file generation workflow');
+      throw new AppError(503, 'SCHEDULER_UNAVAILABLE', 'The job scheduler is unavailable; nothing was created. Retry shortly.', {
+        headers: { 'Retry-After': '5' },
+        retryAfter: 5,
+      });
+    }
+  }
+
+  // ---- exports ----
+
+  async createExport(organizationId: string, body: ExportRequest): Promise<z.output<typeof ExportOut>> {
+    const filters = exportFilters(body);
+    checkFiltersApply(body.data_type, filters);
+    const em = this.em();
+    await this.requireWorkflows(em, organizationId, body.filters.workflow_ids);
+    const id = newId('export');
+    const record = await em.transactional(async (tx) => {
+      const r = tx.create(AnalyticsExport, {
+        id,
+        organizationId,
+        dataType: body.data_type,
+        format: body.format,
+        request: { start_date: body.start_date, end_date: body.end_date, filters: body.filters },
+        includeMetadata: body.include_metadata,
+        status: 'processing',
+        fileKey: `exports/${organizationId}/${id}.${EXTENSIONS[body.format]}`,
+      });
+      await tx.flush();
+      await this.startJob(EXPORT_WORKFLOW, exportWorkflowId(id), { organizationId, id }, 'exportId');
+      return r;
+    });
+    return this.toExportOut(record);
+  }
+
+  private async findExport(organizationId: string, id: string, em = this.em()): Promise<AnalyticsExport> {
+    const r = await em.findOne(AnalyticsExport, { id, organizationId });
+    if (!r) throw notFound('EXPORT_NOT_FOUND', 'Export');
+    return r;
+  }
+
+  async getExport(organizationId: string, id: string) {
+    return this.toExportOut(await this.findExport(organizationId, id));
+  }
+
+  async listExports(organizationId: string, page: Page) {
+    const [items, total] = await this.em().findAndCount(
+      AnalyticsExport,
+      { organizationId },
+      { orderBy: { createdAt: 'desc', id: 'desc' }, limit: page.limit, offset: offsetOf(page) },
+    );
+    return paginate(
+      items.map((r) => this.toExportOut(r)),
+      page,
+      total,
+    );
+  }
+
+  async downloadExport(ctx: Context, organizationId: string, id: string): Promise<void> {
+    const r = await this.findExport(organizationId, id);
+    if (r.status === 'processing') throw new AppError(409, 'EXPORT_NOT_READY', 'The export is still processing', { headers: { 'Retry-After': '5' } });
+    if (r.status === 'failed') throw new AppError(409, 'EXPORT_NOT_READY', `The export failed and has no file: ${r.errorMessage ?? 'unknown error'}`);
+    if (r.status === 'expired' || (r.expiresAt && r.expiresAt <= new Date())) throw new AppError(410, 'EXPORT_EXPIRED', 'The export file has expired');
+    const filename = `${r.dataType}-${r.createdAt.toISOString().slice(0, 10)}-${r.id}.${EXTENSIONS[r.format]}`;
+    if (r.includeMetadata && r.format !== 'xlsx') {
+      const m = exportMetadata(r);
+      ctx.set({
+        'X-Export-Id': m.export_id,
+        'X-Export-Generated-At': m.generated_at,
+        'X-Export-Row-Count': String(m.row_count),
+        'X-Export-Filters': asciiJson(m.filters),
+      });
+    }
+    await this.sendFile(ctx, r.fileKey!, filename, EXPORT_CONTENT_TYPES[r.format]);
+  }
+
+  private async sendFile(ctx: Context, key: string, filename: string, contentType: string) {
+    const redirect = await this.services.files.presignedDownloadUrl(key, filename, contentType);
+    if (redirect) {
+      ctx.status = 302;
+      ctx.redirect(redirect);
+      return;
+    }
+    const file = await this.services.files.read(key);
+    ctx.status = 200;
+    ctx.type = contentType;
+    ctx.attachment(filename);
+    ctx.body = file.stream;
+    ctx.length = file.size;
+  }
+
+  toExportOut(r: AnalyticsExport): z.output<typeof ExportOut> {
+    const percent = r.status === 'completed' ? 100 : r.rowsTotal ? Math.min(99, Math.floor((r.rowsWritten * 100) / r.rowsTotal)) : 0;
+    return {
+      export_id: r.id,
+      data_type: r.dataType as ExportDataType,
+      format: r.format,
+      status: r.status,
+      created_at: r.createdAt.toISOString(),
+      estimated_completion: r.status === 'processing' ? estimate(r.createdAt, r.rowsTotal).toISOString() : null,
+      completed_at: r.completedAt?.toISOString() ?? null,
+      expires_at: r.expiresAt?.toISOString() ?? null,
+      download_url: this.url(`/v1/analytics/export/${r.id}/download`),
+      progress: { rows_written: r.rowsWritten, rows_total: r.rowsTotal, percent },
+      file_size: r.fileSize,
+      error: r.status === 'failed' ? { code: 'EXPORT_GENERATION_FAILED', message: r.errorMessage ?? 'generation failed' } : null,
+      ...(r.includeMetadata && r.completedAt ? { metadata: exportMetadata(r) } : {}),
+    };
+  }
+
+  // ---- export jobs (called by the workflow's activities) ----
+
+  /**
+   * The job of a processing export; null when the record is not visible (yet: the workflow
+   * starts inside the creating transaction), undefined when it is no longer processing.
+   */
+  async exportJob(id: string): Promise<ExportJob | null | undefined> {
+    const r = await this.em().findOne(AnalyticsExport, { id });
+    if (!r) return null;
+    if (r.status !== 'processing') return undefined;
+    const request = r.request as unknown as Pick<ExportRequest, 'start_date' | 'end_date' | 'filters'>;
+    return {
+      id: r.id,
+      organizationId: r.organizationId,
+      dataType: r.dataType as ExportDataType,
+      format: r.format,
+      filters: exportFilters(request),
+      requestFilters: r.request,
+      includeMetadata: r.includeMetadata,
+      fileKey: r.fileKey!,
+    };
+  }
+
+  async setExportTotal(id: string, rowsTotal: number): Promise<void> {
+    await this.em().nativeUpdate(AnalyticsExport, { id, status: 'processing' }, { rowsTotal });
+  }
+
+  async setExportProgress(id: string, rowsWritten: number): Promise<void> {
+    await this.em().nativeUpdate(AnalyticsExport, { id, status: 'processing' }, { rowsWritten });
+  }
+
+  async completeExport(id: string, file: { size: number; rows: number; generatedAt: string }): Promise<void> {
+    const em = this.em();
+    await em.transactional(async (tx) => {
+      const r = await tx.findOne(AnalyticsExport, { id, status: 'processing' }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      if (!r) return;
+      r.status = 'completed';
+      r.rowsWritten = file.rows;
+      r.rowsTotal = file.rows;
+      r.fileSize = file.size;
+      r.completedAt = new Date(file.generatedAt);
+      r.expiresAt = new Date(r.completedAt.getTime() + this.services.config.REPORT_RETENTION_DAYS * 86_400_000);
+      recordEvent(tx, {
+        organizationId: r.organizationId,
+        type: 'export.completed',
+        data: {
+          export_id: r.id,
+          data_type: r.dataType,
+          format: r.format,
+          status: 'completed',
+          row_count: file.rows,
+          file_size: file.size,
+          download_url: this.url(`/v1/analytics/export/${r.id}/download`),
+          expires_at: r.expiresAt.toISOString(),
+        },
+      });
+    });
+  }
+
+  async failExport(id: string, message: string): Promise<void> {
+    await this.em().transactional(async (tx) => {
+      const r = await tx.findOne(AnalyticsExport, { id, status: 'processing' }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      if (!r) return;
+      r.status = 'failed';
+      r.errorMessage = message.slice(0, 1000);
+      r.completedAt = new Date();
+      recordEvent(tx, {
+        organizationId: r.organizationId,
+        type: 'export.failed',
+        data: { export_id: r.id, data_type: r.dataType, format: r.format, status: 'failed', error: { code: 'EXPORT_GENERATION_FAILED', message: r.errorMessage } },
+      });
+    });
+  }
+
+  // ---- reports ----
+
+  async createReport(organizationId: string, body: ReportRequest): Promise<z.output<typeof ReportOut>> {
+    resolvePeriod(body.filters.start_date, body.filters.end_date);
+    const em = this.em();
+    await this.requireWorkflows(em, organizationId, body.filters.workflow_ids);
+    const id = newId('report');
+    const record = await em.transactional(async (tx) => {
+      const r = tx.create(Report, {
+        id,
+        organizationId,
+        name: body.name,
+        description: body.description ?? null,
+        format: body.format,
+        request: { metrics: body.metrics, filters: body.filters, group_by: body.group_by, granularity: body.granularity },
+        status: 'generating',
+        fileKey: `reports/${organizationId}/${id}.${body.format}`,
+      });
+      await tx.flush();
+      await this.startJob(REPORT_WORKFLOW, reportWorkflowId(id), { organizationId, id }, 'reportId');
+      return r;
+    });
+    return this.toReportOut(record);
+  }
+
+  async findReport(organizationId: string, id: string, em = this.em()): Promise<Report> {
+    const r = await em.findOne(Report, { id, organizationId });
+    if (!r) throw notFound('REPORT_NOT_FOUND', 'Report');
+    return r;
+  }
+
+  async listReports(organizationId: string, page: Page) {
+    const [items, total] = await this.em().findAndCount(
+      Report,
+      { organizationId },
+      { orderBy: { createdAt: 'desc', id: 'desc' }, limit: page.limit, offset: offsetOf(page) },
+    );
+    return paginate(
+      items.map((r) => this.toReportOut(r)),
+      page,
+      total,
+    );
+  }
+
+  async downloadReport(ctx: Context, organizationId: string, id: string): Promise<void> {
+    const r = await this.findReport(organizationId, id);
+    if (r.status === 'generating') throw new AppError(409, 'REPORT_NOT_READY', 'The report is still generating', { headers: { 'Retry-After': '5' } });
+    if (r.status === 'failed') throw new AppError(409, 'REPORT_NOT_READY', `The report failed and has no file: ${r.errorMessage ?? 'unknown error'}`);
+    if (r.status === 'expired' || (r.expiresAt && r.expiresAt <= new Date())) throw new AppError(410, 'REPORT_EXPIRED', 'The report file has expired');
+    await this.sendFile(ctx, r.fileKey!, `${slug(r.name)}-${r.id}.${r.format}`, REPORT_CONTENT_TYPES[r.format]);
+  }
+
+  toReportOut(r: Report): z.output<typeof ReportOut> {
+    return {
+      report_id: r.id,
+      name: r.name,
+      description: r.description,
+      format: r.format,
+      status: r.status,
+      created_at: r.createdAt.toISOString(),
+      estimated_completion: r.status === 'generating' ? estimate(r.createdAt, null).toISOString() : null,
+      completed_at: r.completedAt?.toISOString() ?? null,
+      expires_at: r.expiresAt?.toISOString() ?? null,
+      download_url: this.url(`/v1/analytics/reports/${r.id}/download`),
+      error: r.status === 'failed' ? { code: 'REPORT_GENERATION_FAILED', message: r.errorMessage ?? 'generation failed' } : null,
+    };
+  }
+
+  /** As `exportJob`: null while not visible, undefined once no longer generating. */
+  async reportJob(id: string): Promise<Report | null | undefined> {
+    const r = await this.em().findOne(Report, { id });
+    if (!r) return null;
+    return r.status === 'generating' ? r : undefined;
+  }
+
+  async completeReport(id: string, file: { size: number; generatedAt: string }): Promise<void> {
+    await this.em().transactional(async (tx) => {
+      const r = await tx.findOne(Report, { id, status: 'generating' }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      if (!r) return;
+      r.status = 'completed';
+      r.fileSize = file.size;
+      r.completedAt = new Date(file.generatedAt);
+      r.expiresAt = new Date(r.completedAt.getTime() + this.services.config.REPORT_RETENTION_DAYS * 86_400_000);
+      recordEvent(tx, {
+        organizationId: r.organizationId,
+        type: 'report.completed',
+        data: {
+          report_id: r.id,
+          name: r.name,
+          format: r.format,
+          status: 'completed',
+          download_url: this.url(`/v1/analytics/reports/${r.id}/download`),
+          expires_at: r.expiresAt.toISOString(),
+        },
+      });
+    });
+  }
+
+  async failReport(id: string, message: string): Promise<void> {
+    await this.em().transactional(async (tx) => {
+      const r = await tx.findOne(Report, { id, status: 'generating' }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      if (!r) return;
+      r.status = 'failed';
+      r.errorMessage = message.slice(0, 1000);
+      r.completedAt = new Date();
+      recordEvent(tx, {
+        organizationId: r.organizationId,
+        type: 'report.failed',
+        data: { report_id: r.id, name: r.name, format: r.format, status: 'failed', error: { code: 'REPORT_GENERATION_FAILED', message: r.errorMessage } },
+      });
+    });
+  }
+
+  // ---- expiry ----
+
+  /** Deletes the files of completed exports and reports past `expires_at` and marks them expired. */
+  async expireFiles(now = new Date()): Promise<number> {
+    let expired = 0;
+    for (const entity of [AnalyticsExport, Report] as const) {
+      const due = await this.em().find(entity as typeof AnalyticsExport, { status: 'completed', expiresAt: { $lte: now } }, { limit: 1000 });
+      for (const r of due) {
+        // File first: a crash in between leaves a completed record whose file is gone,
+        // which the next sweep marks expired (deleting a missing file is a no-op).
+        if (r.fileKey) await this.services.files.delete(r.fileKey);
+        expired += await this.em().nativeUpdate(entity as typeof AnalyticsExport, { id: r.id, status: 'completed' }, { status: 'expired' });
+      }
+    }
+    return expired;
+  }
+}
+
+function exportFilters(body: Pick<ExportRequest, 'start_date' | 'end_date' | 'filters'>): ExportFilters {
+  const { from, to } = dateFilter(body.start_date, body.end_date);
+  return {
+    ...(from ? { from } : {}),
+    ...(to ? { to } : {}),
+    ...(body.filters?.workflow_ids?.length ? { workflowIds: body.filters.workflow_ids } : {}),
+    ...(body.filters?.channels?.length ? { channels: body.filters.channels } : {}),
+  };
+}
+
+function exportMetadata(r: AnalyticsExport): ExportMetadata {
+  return {
+    export_id: r.id,
+    data_type: r.dataType,
+    format: r.format,
+    filters: r.request,
+    generated_at: (r.completedAt ?? r.createdAt).toISOString(),
+    row_count: r.rowsWritten,
+  };
+}
+
+function estimate(createdAt: Date, rows: number | null): Date {
+  const ms = Math.max(MIN_ESTIMATE_MS, rows === null ? 0 : (rows / ESTIMATED_ROWS_PER_SECOND) * 1000);
+  return new Date(createdAt.getTime() + ms);
+}
+
+/** JSON whose non-ASCII characters are escaped, so it is a valid HTTP header value. */
+const asciiJson = (v: unknown) => JSON.stringify(v).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
+const slug = (name: string) =>
+  name
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 60) || 'report';

@@ -1,0 +1,30 @@
+/**
+ * Owns the Temporal names of data exports and custom reports: workflow ids (`export:<id>`,
+ * `report:<id>`), workflow types, the expiry schedule and the I/O types shared by the API,
+ * the workflows and the activities. Imported by workflow code: types and strings only.
+ */
+
+export const exportWorkflowId = (exportId: string) => `export:${exportId}`;
+export const reportWorkflowId = (reportId: string) => `report:${reportId}`;
+
+export const EXPORT_WORKFLOW = 'exportWorkflow';
+export const REPORT_WORKFLOW = 'reportWorkflow';
+export const FILE_EXPIRY_WORKFLOW = 'fileExpiryWorkflow';
+
+/** One expiry schedule per task queue (a deployment's worker fleet), created at worker start. */
+export const fileExpiryScheduleId = (taskQueue: string) => `analytics-file-expiry:${taskQueue}`;
+
+/** A failure no retry can fix (the record vanished, the request cannot be answered). */
+export const FILE_GENERATION_REJECTED = 'FileGenerationRejected';
+
+export interface FileJobInput {
+  organizationId: string;
+  id: string;
+}
+
+export interface GeneratedFile {
+  size: number;
+  rows: number;
+}
+
+export type FileJobResult = { status: 'completed'; size: number; rows: number } | { status: 'failed'; message: string };

@@ -1,0 +1,145 @@
+/**
+ * Real executions on Temporal feed the analytics rollups: counts, messages, form ratings
+ * and NPS agree with what ran and with GET /v1/workflows/{id}/metrics. A worker SIGKILLed
+ * right after committing an execution's finish (before Temporal recorded it, so the finish
+ * runs again on the next worker) does not count it twice.
+ */
+import { bearer, createTestApp, type TestApp } from '../helpers/app';
+import { type SpawnedProcess, spawnService } from '../helpers/process';
+import { createActiveWorkflow, waitFor, waitForExecution } from './helpers';
+
+jest.setTimeout(180_000);
+
+const survey = (keyword: string) => ({
+  trigger: { type: 'keyword', keywords: [keyword] },
+  nodes: [
+    { id: 'hi', type: 'message', content: 'Hi!', next: 'ask' },
+    {
+      id: 'ask',
+      type: 'form',
+      fields: [
+        { name: 'score', type: 'rating', required: true, label: 'Rate us 1-5' },
+        { name: 'recommend', type: 'nps', required: true, label: 'Recommend us 0-10?' },
+      ],
+      next: 'bye',
+    },
+    { id: 'bye', type: 'message', content: 'Thanks!' },
+  ],
+});
+
+describe('analytics rollups fed by real executions', () => {
+  let t: TestApp;
+  let key: string;
+  const children: SpawnedProcess[] = [];
+  const spawnWorker = (extra: Record<string, string> = {}) => {
+    const p = spawnService('worker', t, { EXECUTION_RECONCILE_INTERVAL_MS: '200', EXECUTION_RECONCILE_GRACE_MS: '0', ...extra });
+    children.push(p);
+    return p;
+  };
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    key = (await t.createKey('admin')).key;
+  });
+  afterEach(async () => {
+    for (const c of children.splice(0)) await c.kill('SIGKILL');
+  });
+  afterAll(() => t.close());
+
+  const send = (customer: string, message: string) =>
+    t.request.post('/v1/messages').set(bearer(key)).send({ channel: 'whatsapp', customer_id: customer, message });
+  const waitForPrompt = (executionId: string) =>
+    waitFor(
+      async () => (await t.query(`select 1 from executions where id = ? and waiting_node_id is not null`, [executionId])).length > 0,
+      `a form prompt of ${executionId}`,
+      60_000,
+    );
+  const analytics = async (wf: string) => (await t.request.get(`/v1/analytics/workflows/${wf}`).set(bearer(key))).body.data;
+
+  it('counts what ran, with ratings, re-asked invalid scores and messages, as the workflow metrics do', async () => {
+    const wf = await createActiveWorkflow(t, key, { name: 'Survey', channel: 'whatsapp', configuration: survey('survey') });
+    const worker = spawnWorker();
+    await worker.waitForLine(/worker running/, 60_000);
+
+    const answers: Array<[string, string, string]> = [
+      ['a-1', '5', '10'],
+      ['a-2', '2', '3'],
+    ];
+    for (const [customer, rating, nps] of answers) {
+      const started = await send(customer, 'survey please');
+      const id = started.body.data.executions[0].id as string;
+      await waitForPrompt(id);
+      // Out of range: re-asked like any invalid reply.
+      expect((await send(customer, '6')).body.data.status).toBe('resumed');
+      await waitFor(async () => (await t.query(`select 1 from messages where execution_id = ? and direction = 'outbound'`, [id])).length >= 3, 're-ask', 60_000);
+      await waitForPrompt(id);
+      await send(customer, rating);
+      await waitFor(async () => (await t.query(`select 1 from messages where execution_id = ? and direction = 'outbound'`, [id])).length >= 4, 'nps prompt', 60_000);
+      await waitForPrompt(id);
+      await send(customer, nps);
+      const done = await waitForExecution(t, key, wf, id, 'success', 60_000);
+      expect(done.steps.find((s: { node_id: string }) => s.node_id === 'ask').output).toMatchObject({
+        form_data: { score: rating, recommend: nps },
+        scores: { rating: [Number(rating)], nps: [Number(nps)] },
+      });
+    }
+
+    const a = await analytics(wf);
+    const metrics = (await t.request.get(`/v1/workflows/${wf}/metrics`).set(bearer(key))).body.data;
+    // Per execution: hi, rating prompt, re-ask, nps prompt, thanks = 5 sent; opening, 6, rating, nps = 4 received.
+    expect(a.metrics).toEqual({
+      total_executions: 2,
+      successful_executions: 2,
+      failed_executions: 0,
+      success_rate: 1,
+      average_duration_ms: metrics.metrics.average_duration_ms,
+      unique_customers: 2,
+      channel_breakdown: { whatsapp: 2 },
+      messages_sent: 10,
+      messages_received: 8,
+      customer_satisfaction: 3.5,
+      net_promoter_score: 0,
+    });
+    expect(metrics.metrics).toMatchObject({ total_executions: 2, successful_executions: 2, unique_customers: 2, total_messages_sent: 10, total_messages_received: 8 });
+    const perf = (await t.request.get(`/v1/analytics/workflows/${wf}/performance`).set(bearer(key))).body.data.performance;
+    expect(perf.node_performance.map((n: { node_id: string; execution_count: number }) => [n.node_id, n.execution_count])).toEqual([
+      ['hi', 2],
+      ['ask', 2],
+      ['bye', 2],
+    ]);
+    await worker.kill('SIGTERM');
+  });
+
+  it('a worker killed right after committing a finish: the retried finish counts nothing more', async () => {
+    const wf = await createActiveWorkflow(t, key, {
+      name: 'Crash count',
+      channel: 'whatsapp',
+      configuration: { trigger: { type: 'keyword', keywords: ['count'] }, nodes: [{ id: 'only', type: 'message', content: 'counted' }] },
+    });
+    const first = spawnWorker({ FAILPOINTS: 'execution.after_finish' });
+    await first.waitForLine(/worker running/, 60_000);
+    const id = (await send('crash-count', 'count me')).body.data.executions[0].id as string;
+    await first.exited;
+    expect(first.lines.join('\n')).toContain('failpoint execution.after_finish: SIGKILL');
+    // Committed and counted once already.
+    expect((await t.query<{ status: string }>('select status from executions where id = ?', [id]))[0]!.status).toBe('success');
+
+    const second = spawnWorker();
+    await second.waitForLine(/worker running/, 60_000);
+    // The run completes on the second worker, which ran the finish again (a no-op).
+    await waitFor(
+      async () => (await t.services.temporal.client.workflow.getHandle(id).describe()).status.name === 'COMPLETED',
+      'the run to complete on the second worker',
+      90_000,
+    );
+    const [rollup] = await t.query<{ started: number; succeeded: number; hist: number; out: number }>(
+      `select sum(started)::int as started, sum(succeeded)::int as succeeded,
+              sum((select sum(v) from unnest(latency_hist) v))::int as hist, sum(messages_out)::int as out
+         from analytics_hourly where workflow_id = ?`,
+      [wf],
+    );
+    expect(rollup).toEqual({ started: 1, succeeded: 1, hist: 1, out: 1 });
+    expect((await analytics(wf)).metrics).toMatchObject({ total_executions: 1, successful_executions: 1, messages_sent: 1, messages_received: 1 });
+    await second.kill('SIGTERM');
+  });
+});

@@ -1,0 +1,55 @@
+/**
+ * A loopback TCP proxy in front of a real dependency (PostgreSQL, Temporal), so a test can
+ * take the dependency away from the service and give it back: `cut()` drops every open
+ * connection and refuses new ones (what clients see when the server dies), `restore()`
+ * accepts again on the same port. The dependency itself keeps running for other tests.
+ */
+import net from 'node:net';
+
+export interface TcpProxy {
+  port: number;
+  cut(): Promise<void>;
+  restore(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+  const sockets = new Set<net.Socket>();
+  const track = (s: net.Socket) => {
+    sockets.add(s);
+    s.once('close', () => sockets.delete(s));
+  };
+  const server = net.createServer((client) => {
+    const upstream = net.connect(target.port, target.host);
+    track(client);
+    track(upstream);
+    client.pipe(upstream);
+    upstream.pipe(client);
+    client.on('error', () => upstream.destroy());
+    upstream.on('error', () => client.destroy());
+    client.once('close', () => upstream.destroy());
+    upstream.once('close', () => client.destroy());
+  });
+  const listen = (port: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      for (const s of sockets) s.destroy();
+      if (!server.listening) return resolve();
+      server.close(() => resolve());
+    });
+  await listen(0);
+  const port = (server.address() as net.AddressInfo).port;
+  return {
+    port,
+    cut: stop,
+    restore: () => listen(port),
+    close: stop,
+  };
+}

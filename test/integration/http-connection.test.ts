@@ -1,0 +1,104 @@
+/**
+ * Connection-level answers, through real sockets: an oversized chunked body is a 413 that
+ * does not break the keep-alive client's next request, and oversized headers get the JSON
+ * error envelope with a request id instead of Node's bare 431.
+ */
+import http from 'node:http';
+import net from 'node:net';
+import { bearer, createTestApp, type TestApp } from '../helpers/app';
+
+interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** Resolves with the response; an error after the response (the server stopped reading) is not the test's concern. */
+function send(agent: http.Agent, url: URL, opts: { method: string; headers?: Record<string, string>; chunks?: Buffer[] }): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    let answered = false;
+    const req = http.request(url, { agent, method: opts.method, headers: opts.headers }, (res) => {
+      answered = true;
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      res.on('error', reject);
+    });
+    req.on('error', (err) => {
+      if (!answered) reject(err);
+    });
+    for (const chunk of opts.chunks ?? []) req.write(chunk);
+    req.end();
+  });
+}
+
+describe('HTTP connections', () => {
+  let t: TestApp;
+  let key: string;
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    key = (await t.createKey('admin')).key;
+  });
+  afterAll(() => t.close());
+
+  it('answers a 2 MiB chunked body with 413 and the same keep-alive client then succeeds', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const url = new URL('/v1/workflows', t.baseUrl);
+      const chunk = Buffer.alloc(64 * 1024, 'x');
+      const big = await send(agent, url, {
+        method: 'POST',
+        headers: { ...bearer(key), 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' },
+        chunks: Array.from({ length: 32 }, () => chunk),
+      });
+      expect(big.status).toBe(413);
+      expect(JSON.parse(big.body).error.code).toBe('PAYLOAD_TOO_LARGE');
+      for (let i = 0; i < 3; i++) {
+        const next = await send(agent, url, { method: 'GET', headers: bearer(key) });
+        expect(next.status).toBe(200);
+      }
+    } finally {
+      agent.destroy();
+    }
+  });
+
+  it('answers a declared oversized body with 413 and the next keep-alive request succeeds', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const url = new URL('/v1/workflows', t.baseUrl);
+      const body = Buffer.alloc(2 * 1024 * 1024, 'x');
+      const big = await send(agent, url, {
+        method: 'POST',
+        headers: { ...bearer(key), 'Content-Type': 'application/json', 'Content-Length': String(body.length) },
+        chunks: [body],
+      });
+      expect(big.status).toBe(413);
+      const next = await send(agent, url, { method: 'GET', headers: bearer(key) });
+      expect(next.status).toBe(200);
+    } finally {
+      agent.destroy();
+    }
+  });
+
+  it('answers oversized headers with a JSON 431 envelope carrying a request id', async () => {
+    const { port } = new URL(t.baseUrl);
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect(Number(port), '127.0.0.1', () => {
+        socket.write(`GET /v1/workflows HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(64 * 1024)}\r\n\r\n`);
+      });
+      let data = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (c: string) => (data += c));
+      socket.on('end', () => resolve(data));
+      socket.on('close', () => resolve(data));
+      socket.on('error', (err) => (data ? resolve(data) : reject(err)));
+    });
+    const [head, body] = raw.split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 431 /);
+    expect(head).toMatch(/\r\ncontent-type: application\/json/i);
+    expect(head).toMatch(/\r\nx-request-id: [0-9a-f-]{36}/i);
+    expect(JSON.parse(body ?? '')).toEqual({ error: { code: 'HEADERS_TOO_LARGE', message: expect.stringContaining('headers') } });
+  });
+});

@@ -1,0 +1,86 @@
+/**
+ * A replay survives worker kills without starting any retry twice. Worker processes are
+ * killed twice: once by a failpoint right after a retry started and before its outcome was
+ * recorded (the worst moment), once by an outside SIGKILL mid-replay. The replay is created
+ * with REPLAY_BATCHES_PER_RUN=2, so it also continues as new several times on the way.
+ * After a last worker finishes it, every matched execution has exactly one retry.
+ */
+import { replayWorkflowId } from '../../temporal/replays.shared';
+import { bearer, createTestApp, type TestApp } from '../helpers/app';
+import { type SpawnedProcess, spawnService } from '../helpers/process';
+import { cancelledExecutions, createFormWorkflow, retriesOf, waitForReplay } from './helpers';
+
+jest.setTimeout(420_000);
+
+describe('crash safety of replays', () => {
+  let t: TestApp;
+  let key: string;
+  const children: SpawnedProcess[] = [];
+
+  const spawnWorker = (extra: Record<string, string> = {}) => {
+    const p = spawnService('worker', t, { EXECUTION_RECONCILE_INTERVAL_MS: '200', EXECUTION_RECONCILE_GRACE_MS: '0', ...extra });
+    children.push(p);
+    return p;
+  };
+
+  beforeAll(async () => {
+    // The API (this process) creates the replay, so its batches-per-run setting applies.
+    t = await createTestApp({ REPLAY_BATCHES_PER_RUN: '2' });
+    key = (await t.createKey('admin')).key;
+  });
+  afterEach(async () => {
+    for (const c of children.splice(0)) await c.kill('SIGKILL');
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('worker SIGKILLs mid-replay: every matched execution ends with exactly one retry', async () => {
+    const wf = await createFormWorkflow(t, key, 'zeta');
+    const originals = await cancelledExecutions(t, key, wf, 'zeta', 12);
+    const res = await t.request.post('/v1/replays').set(bearer(key)).send({ filter: { workflow_id: wf }, rate_per_second: 2 });
+    expect(res.status).toBe(201);
+    const id = res.body.data.id as string;
+    expect(res.body.data.matched).toBe(12);
+
+    // 1. Dies right after the first retry started, before the replay recorded it.
+    const first = spawnWorker({ FAILPOINTS: 'replay.after_retry' });
+    await first.exited;
+    expect(first.lines.join('\n')).toContain('failpoint replay.after_retry: SIGKILL');
+    const [unrecorded] = await t.query<{ n: number }>('select count(*)::int as n from executions where retry_of = any(?::text[])', [`{${originals.join(',')}}`]);
+    expect(unrecorded!.n).toBe(1);
+    expect((await t.request.get(`/v1/replays/${id}`).set(bearer(key))).body.data.started).toBe(0);
+
+    // 2. Killed from outside once the replay is well under way.
+    const second = spawnWorker();
+    await waitForReplay(t, key, id, (r) => r.started >= 5, 'to have started five retries', 120_000);
+    await second.kill('SIGKILL');
+
+    // 3. A last worker finishes it.
+    const third = spawnWorker({ LOG_LEVEL: 'info' });
+    await third.waitForLine(/worker running/, 60_000);
+    const done = await waitForReplay(t, key, id, (r) => r.status === 'completed', 'completed', 180_000).catch(async (err: Error) => {
+      const state = (await t.request.get(`/v1/replays/${id}`).set(bearer(key))).body.data;
+      const items = await t.query('select execution_id, outcome, retry_execution_id from replay_items where replay_id = ?', [id]);
+      throw new Error(`${err.message}; replay=${JSON.stringify(state)} items=${JSON.stringify(items)}\n${third.lines.slice(-40).join('\n')}`);
+    });
+    expect(done).toMatchObject({ matched: 12, started: 12, skipped: 0, failed: 0 });
+    expect(await retriesOf(t, originals)).toEqual(new Map(originals.map((o) => [o, 1])));
+    // Nothing doubled around the retries either: one workflow.started event and one Temporal run each.
+    const retries = await t.query<{ id: string }>('select id from executions where retry_of = any(?::text[])', [`{${originals.join(',')}}`]);
+    for (const r of retries) {
+      expect(await t.query(`select 1 from events where type = 'workflow.started' and data->>'execution_id' = ?`, [r.id])).toHaveLength(1);
+      const runs: string[] = [];
+      for await (const w of t.services.temporal.client.workflow.list({ query: `WorkflowId = '${r.id}'` })) runs.push(w.runId);
+      expect(runs).toHaveLength(1);
+    }
+    const wfDetail = await t.request.get(`/v1/workflows/${wf}`).set(bearer(key));
+    expect(wfDetail.body.data.execution_count).toBe(24);
+    expect(await t.query(`select 1 from events where type = 'replay.completed' and data->>'replay_id' = ?`, [id])).toHaveLength(1);
+
+    // Six batches of two at two batches per run: the replay continued as new on the way.
+    const runs: string[] = [];
+    for await (const w of t.services.temporal.client.workflow.list({ query: `WorkflowId = '${replayWorkflowId(id)}'` })) runs.push(w.runId);
+    expect(runs.length).toBeGreaterThanOrEqual(3);
+  });
+});
