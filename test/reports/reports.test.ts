@@ -7,21 +7,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse } from 'csv-parse/sync';
-import { PDFParse } from 'pdf-parse';
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
+import { pdfText } from '../helpers/pdf-text';
 import { startTestWorker, type TestWorker } from '../helpers/temporal';
 import { createWorkflow, download, pathOf, seedExecutions, waitForStatus } from './helpers';
 
-/** The PDF's text as pdf.js extracts it (pdf-parse 2 wraps the current pdfjs-dist). */
-async function pdfText(data: Buffer): Promise<{ text: string }> {
-  const parser = new PDFParse({ data });
-  try {
-    return await parser.getText();
-  } finally {
-    await parser.destroy();
-  }
-}
 
 jest.setTimeout(120_000);
 
@@ -131,16 +122,16 @@ describe('custom reports', () => {
     const file = await download(t, key, pathOf(done.download_url));
     expect(file.headers['content-type']).toBe('application/pdf');
     expect(file.body.subarray(0, 5).toString()).toBe('%PDF-');
-    const pdf = await pdfText(file.body);
+    const text = await pdfText(file.body);
     const a = await metricsOf(wfA);
-    expect(pdf.text).toContain('Monthly PDF');
-    expect(pdf.text).toContain('Period: 2026-11-19T00:00:00.000Z to 2026-11-21T00:00:00.000Z (granularity: hour)');
-    expect(pdf.text).toContain(`workflows ${wfA}`);
-    expect(pdf.text).toContain(`Support bot (${wfA})`);
-    expect(pdf.text).toMatch(new RegExp(`total_executions\\s*${a.total_executions}`));
-    expect(pdf.text).toMatch(new RegExp(`success_rate\\s*${a.success_rate}`));
-    expect(pdf.text).toContain('Executions per period');
-    expect(pdf.text).toContain('2026-11-19T00:00:00Z');
+    expect(text).toContain('Monthly PDF');
+    expect(text).toContain('Period: 2026-11-19T00:00:00.000Z to 2026-11-21T00:00:00.000Z (granularity: hour)');
+    expect(text).toContain(`workflows ${wfA}`);
+    expect(text).toContain(`Support bot (${wfA})`);
+    expect(text).toMatch(new RegExp(`total_executions\\s*${a.total_executions}`));
+    expect(text).toMatch(new RegExp(`success_rate\\s*${a.success_rate}`));
+    expect(text).toContain('Executions per period');
+    expect(text).toContain('2026-11-19T00:00:00Z');
   });
 
   it('rejects unknown metrics, granularities, formats, group_by and foreign workflows with the field', async () => {
