@@ -12828,7 +12828,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description SCHEDULER_UNAVAILABLE | SERVICE_UNAVAILABLE */
+            /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -13465,7 +13465,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description SCHEDULER_UNAVAILABLE | SERVICE_UNAVAILABLE */
+            /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -13978,7 +13978,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description SERVICE_UNAVAILABLE | SERVICE_UNAVAILABLE */
+            /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -21,13 +21,8 @@ const PROGRESS_INTERVAL_MS = 1_000;
 /** Test-only: the `export.mid_file` failpoint fires once this many rows are written. */
 const FAILPOINT_ROW = 2_000;
 
-/**
- * A missing record is retried (the API starts the workflow inside the transaction that
- * creates the record, so the first attempt may run before the commit); a record that is
- * no longer processing is final.
- */
-function usable<T>(job: T | null | undefined, what: string): T {
-  if (job === null) throw ApplicationFailure.retryable(`${what} is not visible yet`, 'FileJobNotVisible');
+/** The workflow starts after the record commits: a record gone or no longer pending is final. */
+function usable<T>(job: T | undefined, what: string): T {
   if (job === undefined) throw ApplicationFailure.create({ type: FILE_GENERATION_REJECTED, message: `${what} is no longer pending`, nonRetryable: true });
   return job;
 }

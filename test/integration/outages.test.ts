@@ -8,7 +8,10 @@
  * The timing figures of the issue (answers within 100 ms) are measured by `npm run chaos`
  * against private servers; this file asserts behaviour only.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp, uniqueSuffix } from '../helpers/app';
@@ -49,9 +52,11 @@ describe('dependency outages', () => {
   let worker: TestWorker;
   let key: string;
   let workflowId: string;
+  let files: string;
   const databaseName = `wfa_test_${uniqueSuffix()}`.toLowerCase();
 
   beforeAll(async () => {
+    files = await mkdtemp(path.join(tmpdir(), 'wfa-outages-'));
     pg = await startTcpProxy({ host: '127.0.0.1', port: 5432 });
     const [host, port] = temporalAddress().split(':');
     temporal = await startTcpProxy({ host: host!, port: Number(port) });
@@ -62,6 +67,7 @@ describe('dependency outages', () => {
       TEMPORAL_ADDRESS: `127.0.0.1:${temporal.port}`,
       CHANNEL_PROVIDER_URL: provider.url,
       CHANNEL_PROVIDER_TIMEOUT_MS: '60000',
+      FILE_STORAGE_DIR: files,
       // Reconciled only when this test asks (reconcileOnce), never behind its back.
       EXECUTION_RECONCILE_GRACE_MS: '0',
     });
@@ -86,7 +92,7 @@ describe('dependency outages', () => {
     await worker.stop();
     await t.close();
     await dropDatabase(`postgresql://postgres@127.0.0.1:5432/${databaseName}`);
-    await Promise.all([pg.close(), temporal.close(), provider.close()]);
+    await Promise.all([pg.close(), temporal.close(), provider.close(), rm(files, { recursive: true, force: true })]);
   });
 
   const send = (body: Record<string, unknown>) => t.request.post('/v1/messages').set(bearer(key)).send(body);
@@ -180,6 +186,52 @@ describe('dependency outages', () => {
       );
     }
     await stepsOnce(ids);
+  });
+
+  it('a Temporal outage: exports, reports and replays are recorded at once and run when it is back', async () => {
+    await temporal.cut();
+    const exported = await t.request.post('/v1/analytics/export').set(bearer(key)).send({ data_type: 'executions', format: 'csv' });
+    const report = await t.request.post('/v1/analytics/reports').set(bearer(key)).send({ name: 'During the outage', metrics: ['total_executions'] });
+    const replay = await t.request
+      .post('/v1/replays')
+      .set(bearer(key))
+      .send({ filter: { workflow_id: workflowId, status: 'failed' } });
+    expect([exported.status, report.status, replay.status]).toEqual([201, 201, 201]);
+    expect([exported.body.data.status, report.body.data.status, replay.body.data.status]).toEqual(['processing', 'generating', 'running']);
+    const jobs: Array<[string, string, string]> = [
+      ['exports', exported.body.data.export_id, `/v1/analytics/export/${exported.body.data.export_id}`],
+      ['reports', report.body.data.report_id, `/v1/analytics/reports/${report.body.data.report_id}`],
+      ['replays', replay.body.data.id, `/v1/replays/${replay.body.data.id}`],
+    ];
+    for (const [table, id] of jobs) {
+      const [row] = await t.query<{ started: boolean }>(`select temporal_started_at is not null as started from ${table} where id = ?`, [id]);
+      expect([table, row?.started]).toEqual([table, false]);
+    }
+
+    await temporal.restore();
+    for (const [table, id, path] of jobs) {
+      await waitFor(
+        async () => {
+          await reconcileOnce(t.services, 0);
+          const res = await t.request.get(path).set(bearer(key));
+          return res.body.data?.status === 'completed';
+        },
+        `${table} ${id} to complete`,
+        60_000,
+      );
+    }
+    // One run each, under the id derived from the record: the API's failed start and the reconciler's never ran a job twice.
+    const client = await connectTestClient();
+    try {
+      const [exportId, reportId, replayId] = jobs.map(([, id]) => id);
+      for (const workflowIdOfJob of [`export:${exportId}`, `report:${reportId}`, `replay:${replayId}`]) {
+        const runs: string[] = [];
+        for await (const run of client.client.workflow.list({ query: `WorkflowId = '${workflowIdOfJob}'` })) runs.push(run.runId);
+        expect([workflowIdOfJob, runs.length]).toEqual([workflowIdOfJob, 1]);
+      }
+    } finally {
+      await client.close();
+    }
   });
 
   it('a redelivered provider message answers its first outcome and starts nothing', async () => {

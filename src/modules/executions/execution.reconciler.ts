@@ -3,10 +3,12 @@
  * EXECUTION_RECONCILE_INTERVAL_MS it starts committed executions whose Temporal start was
  * never confirmed, re-delivers inbound replies whose signal was never confirmed, and
  * re-sends the Temporal cancel of cancelled executions whose cancel was never confirmed
- * (all older than EXECUTION_RECONCILE_GRACE_MS, so it does not race the API's own attempt).
+ * and starts exports, reports and replays whose Temporal start was never confirmed (all
+ * older than EXECUTION_RECONCILE_GRACE_MS, so it does not race the API's own attempt).
  */
 import { classifyError } from '../../failures';
 import type { Services } from '../../services';
+import { reconcileJobs } from '../jobs/job-starter';
 import { reconcileCancels } from './execution.canceller';
 import { reconcileExecutions } from './execution.starter';
 import { redeliverReplies } from './message.service';
@@ -15,7 +17,8 @@ export async function reconcileOnce(services: Services, graceMs = services.confi
   const started = await reconcileExecutions(services, { graceMs });
   const redelivered = await redeliverReplies(services, graceMs);
   const cancelled = await reconcileCancels(services, { graceMs });
-  return { started, redelivered, cancelled };
+  const jobs = await reconcileJobs(services, { graceMs });
+  return { started, redelivered, cancelled, jobs };
 }
 
 /** Starts the loop; the returned function stops it and waits for the pass in progress. */
@@ -27,8 +30,8 @@ export function runExecutionReconciler(services: Services): () => Promise<void> 
     if (stopped) return;
     current = reconcileOnce(services)
       .then((r) => {
-        if (r.started + r.redelivered + r.cancelled > 0) {
-          services.logger.info(r, 'reconciler started executions / re-delivered replies / re-sent cancels');
+        if (r.started + r.redelivered + r.cancelled + r.jobs > 0) {
+          services.logger.info(r, 'reconciler started executions / re-delivered replies / re-sent cancels / started jobs');
         }
       })
       .catch((err: unknown) => {

@@ -23,7 +23,7 @@ export function replayRoutes(services: Services): AnyRoute[] {
       body: ReplayIn,
       status: 201,
       response: z.object({ data: ReplayDetailOut }),
-      errors: [[404, 'WORKFLOW_NOT_FOUND | TRIGGER_NOT_FOUND | EXECUTION_NOT_FOUND'], [400, 'INVALID_DATE_RANGE'], [503, 'SERVICE_UNAVAILABLE']],
+      errors: [[404, 'WORKFLOW_NOT_FOUND | TRIGGER_NOT_FOUND | EXECUTION_NOT_FOUND'], [400, 'INVALID_DATE_RANGE']],
       async handler({ body, credential }) {
         return { data: await svc.create(credential.organizationId, body) };
       },

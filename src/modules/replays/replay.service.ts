@@ -1,18 +1,16 @@
 /**
  * Owns the replay records: create (count the matches, record, start `replay:<id>` on
- * Temporal), read, list and cancel. Every query is scoped by organization; another
+ * Temporal, or leave the start to the reconciler while Temporal is down), read, list and cancel. Every query is scoped by organization; another
  * organization's replay, workflow, trigger or execution is a 404.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { TypedSearchAttributes } from '@temporalio/common';
 import { conflict, notFound } from '../../errors';
-import { AppError } from '../../http/errors';
 import { offsetOf, type Page } from '../../http/pagination';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
 import { recordEvent } from '../events/outbox';
-import { SearchAttributeKeys } from '../../../temporal/shared';
-import { REPLAY_WORKFLOW_TYPE, replayWorkflowId, type ReplayWorkflowInput } from '../../../temporal/replays.shared';
+import { dispatchJob, JOBS } from '../jobs/job-starter';
+import { replayWorkflowId } from '../../../temporal/replays.shared';
 import { matchingExecutionsSql } from './replay.filter';
 import type { ReplayFilter } from './replay.schemas';
 
@@ -126,28 +124,7 @@ export class ReplayService {
         [id, organizationId, JSON.stringify(body.filter), body.rate_per_second, body.revision, n, cutoff, cutoff],
       );
     });
-    const input: ReplayWorkflowInput = {
-      replayId: id,
-      organizationId,
-      ratePerSecond: body.rate_per_second,
-      batchesPerRun: this.services.config.REPLAY_BATCHES_PER_RUN,
-    };
-    try {
-      await this.services.temporal.client.workflow.start(REPLAY_WORKFLOW_TYPE, {
-        taskQueue: this.services.config.TEMPORAL_TASK_QUEUE,
-        workflowId: replayWorkflowId(id),
-        args: [input],
-        // The id is new: any existing run under it would be a bug, never "the same replay".
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        workflowIdConflictPolicy: 'FAIL',
-        typedSearchAttributes: new TypedSearchAttributes([{ key: SearchAttributeKeys.organizationId, value: organizationId }]),
-      });
-    } catch (err) {
-      // Nothing ran yet (no items): take the record back so the client sees one clear outcome.
-      this.services.logger.warn({ err, replayId: id }, 'replay start failed; record removed');
-      await em.execute('delete from replays where id = ?', [id]);
-      throw new AppError(503, 'SERVICE_UNAVAILABLE', 'The replay could not be started (Temporal unavailable); nothing was recorded. Retry shortly.');
-    }
+    await dispatchJob(this.services, JOBS.replay, { id, organization_id: organizationId, rate_per_second: body.rate_per_second });
     return await this.detail(organizationId, id);
   }
 

@@ -16,7 +16,6 @@ const FileBody = z.string().openapi({ format: 'binary' });
 export function reportRoutes(services: Services): AnyRoute[] {
   const service = new ReportService(services);
   const tag = 'Analytics: reports and exports';
-  const UNAVAILABLE: [number, string] = [503, 'SCHEDULER_UNAVAILABLE'];
   return [
     defineRoute({
       method: 'post',
@@ -29,7 +28,7 @@ export function reportRoutes(services: Services): AnyRoute[] {
       body: ExportIn,
       status: 201,
       response: z.object({ data: ExportOut }),
-      errors: [[400, 'INVALID_DATE_RANGE'], [404, 'WORKFLOW_NOT_FOUND'], UNAVAILABLE],
+      errors: [[400, 'INVALID_DATE_RANGE'], [404, 'WORKFLOW_NOT_FOUND']],
       async handler({ body, credential }) {
         return { data: await service.createExport(credential.organizationId, body) };
       },
@@ -93,7 +92,7 @@ export function reportRoutes(services: Services): AnyRoute[] {
       classify: classifyReportIssue,
       status: 201,
       response: z.object({ data: ReportOut }),
-      errors: [[400, 'INVALID_METRICS | INVALID_DATE_RANGE'], [404, 'WORKFLOW_NOT_FOUND'], [422, 'INVALID_GRANULARITY'], UNAVAILABLE],
+      errors: [[400, 'INVALID_METRICS | INVALID_DATE_RANGE'], [404, 'WORKFLOW_NOT_FOUND'], [422, 'INVALID_GRANULARITY']],
       async handler({ body, credential }) {
         return { data: await service.createReport(credential.organizationId, body) };
       },

@@ -1,21 +1,19 @@
 /**
  * Owns exports and reports as organization-scoped records: creation (validate, record,
- * start the Temporal workflow in the same transaction, so a failed start records
- * nothing), reads and lists, downloads (not ready / expired / streamed or redirected), and
+ * then start the Temporal workflow; one whose start fails is started by the worker's
+ * reconciler, src/modules/jobs/job-starter.ts), reads and lists, downloads (not ready / expired / streamed or redirected), and
  * the state changes the workflows make (progress, completed, failed, expired), each
  * completion or failure committed with its `export.*` / `report.*` event.
  */
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { TypedSearchAttributes } from '@temporalio/common';
 import type { Context } from 'koa';
 import { AppError, notFound } from '../../http/errors';
 import { offsetOf, type Page, paginate } from '../../http/pagination';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
-import { SearchAttributeKeys } from '../../../temporal/shared';
-import { EXPORT_WORKFLOW, exportWorkflowId, REPORT_WORKFLOW, reportWorkflowId, type FileJobInput } from '../../../temporal/reports.shared';
 import { recordEvent } from '../events/outbox';
+import { dispatchJob, JOBS } from '../jobs/job-starter';
 import type { z } from '../../http/zod';
 import { dateFilter, resolvePeriod } from '../metrics/execution-metrics';
 import { checkFiltersApply, type ExportDataType, type ExportFilters } from './export-sources';
@@ -59,28 +57,6 @@ export class ReportService {
     }
   }
 
-  private async startJob(workflowType: string, workflowId: string, input: FileJobInput, idKey: 'exportId' | 'reportId') {
-    // Inside the transaction that records the job: if Temporal refuses, nothing is recorded.
-    try {
-      await this.services.temporal.client.workflow.start(workflowType, {
-        taskQueue: this.services.config.TEMPORAL_TASK_QUEUE,
-        workflowId,
-        args: [input],
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        typedSearchAttributes: new TypedSearchAttributes([
-          { key: SearchAttributeKeys.organizationId, value: input.organizationId },
-          { key: SearchAttributeKeys[idKey], value: input.id },
-        ]),
-      });
-    } catch (err) {
-      this.services.logger.error({ err, workflowId }, 'could not start a file generation workflow');
-      throw new AppError(503, 'SCHEDULER_UNAVAILABLE', 'The job scheduler is unavailable; nothing was created. Retry shortly.', {
-        headers: { 'Retry-After': '5' },
-        retryAfter: 5,
-      });
-    }
-  }
-
   // ---- exports ----
 
   async createExport(organizationId: string, body: ExportRequest): Promise<z.output<typeof ExportOut>> {
@@ -101,9 +77,9 @@ export class ReportService {
         fileKey: `exports/${organizationId}/${id}.${EXTENSIONS[body.format]}`,
       });
       await tx.flush();
-      await this.startJob(EXPORT_WORKFLOW, exportWorkflowId(id), { organizationId, id }, 'exportId');
       return r;
     });
+    await dispatchJob(this.services, JOBS.export, { id, organization_id: organizationId });
     return this.toExportOut(record);
   }
 
@@ -184,14 +160,10 @@ export class ReportService {
 
   // ---- export jobs (called by the workflow's activities) ----
 
-  /**
-   * The job of a processing export; null when the record is not visible (yet: the workflow
-   * starts inside the creating transaction), undefined when it is no longer processing.
-   */
-  async exportJob(id: string): Promise<ExportJob | null | undefined> {
+  /** The job of a processing export; undefined when the record is gone or no longer processing. */
+  async exportJob(id: string): Promise<ExportJob | undefined> {
     const r = await this.em().findOne(AnalyticsExport, { id });
-    if (!r) return null;
-    if (r.status !== 'processing') return undefined;
+    if (r?.status !== 'processing') return undefined;
     const request = r.request as unknown as Pick<ExportRequest, 'start_date' | 'end_date' | 'filters'>;
     return {
       id: r.id,
@@ -275,9 +247,9 @@ export class ReportService {
         fileKey: `reports/${organizationId}/${id}.${body.format}`,
       });
       await tx.flush();
-      await this.startJob(REPORT_WORKFLOW, reportWorkflowId(id), { organizationId, id }, 'reportId');
       return r;
     });
+    await dispatchJob(this.services, JOBS.report, { id, organization_id: organizationId });
     return this.toReportOut(record);
   }
 
@@ -324,11 +296,10 @@ export class ReportService {
     };
   }
 
-  /** As `exportJob`: null while not visible, undefined once no longer generating. */
-  async reportJob(id: string): Promise<Report | null | undefined> {
+  /** As `exportJob`: undefined when gone or no longer generating. */
+  async reportJob(id: string): Promise<Report | undefined> {
     const r = await this.em().findOne(Report, { id });
-    if (!r) return null;
-    return r.status === 'generating' ? r : undefined;
+    return r?.status === 'generating' ? r : undefined;
   }
 
   async completeReport(id: string, file: { size: number; generatedAt: string }): Promise<void> {
