@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- api [--duration=5] [--connections=50] [--rounds=5] [--only=ours]`
+ * `npm run bench -- api [--duration=5] [--connections=50] [--rounds=5] [--only=ours] [--cpu-prof=FILE]`
  * Same connections, same duration, same run:
  *  (a) floor:   bare Koa answering the workflow row by primary key with one raw `pg` query
  *  (b) ours:    GET /v1/workflows/{id} with a real API key, rate limiting and the database
@@ -9,7 +9,8 @@
  * the median and range of req/s and of p99 over the rounds, this thread's event-loop delay
  * and GC time, then the p99 ratio and last `ratio=<median ours / median floor>`.
  * Target: ratio ≥ 0.8 with our p99 ≤ 2× the floor's.
- * `--only=ours` loads only (b), for `node --cpu-prof` (see docs/performance.md).
+ * `--only=ours` loads only (b); `--cpu-prof=FILE` CPU-profiles this thread (the servers)
+ * during the measured rounds (see docs/performance.md).
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -21,7 +22,7 @@ import { createOrm, migrate } from '../src/db/orm';
 import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
 import { WorkflowService } from '../src/modules/workflows/workflow.service';
 import { closeServices, createServices } from '../src/services';
-import { benchDatabase, benchTemporal, formatStats, load, type LoadResult, log, machineLine, parseBenchArgs, roundStats } from './lib';
+import { benchDatabase, benchTemporal, cpuProfile, formatStats, load, type LoadResult, log, machineLine, parseBenchArgs, roundStats } from './lib';
 
 function summarize(label: string, rs: LoadResult[]) {
   const rps = roundStats(rs.map((r) => r.requestsPerSecond));
@@ -42,7 +43,9 @@ const close = (s: Server) => new Promise<void>((r) => s.close(() => r()));
 
 export async function run(args: string[]) {
   const { duration = 5, connections = 50, rounds = 5 } = parseBenchArgs(args, { duration: 5, connections: 50, rounds: 5 });
-  const only = args.find((a) => a.startsWith('--only='))?.slice('--only='.length);
+  const option = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const only = option('only');
+  const profileFile = option('cpu-prof');
   const db = await benchDatabase();
   const temporal = await benchTemporal();
   const high = '100000000';
@@ -95,13 +98,15 @@ export async function run(args: string[]) {
     // Warm-up: JIT, pool connections, Redis script cache; not counted.
     for (const t of targets) await load(`warm-up ${t.label}`, t.url, { durationSeconds: 2, connections, headers: t.headers });
     const results = targets.map(() => [] as LoadResult[]);
-    for (let round = 0; round < rounds; round++) {
-      for (let k = 0; k < targets.length; k++) {
-        const i = (round + k) % targets.length;
-        const t = targets[i]!;
-        results[i]!.push(await load(t.label, t.url, { ...opts, headers: t.headers }));
+    await cpuProfile(profileFile, async () => {
+      for (let round = 0; round < rounds; round++) {
+        for (let k = 0; k < targets.length; k++) {
+          const i = (round + k) % targets.length;
+          const t = targets[i]!;
+          results[i]!.push(await load(t.label, t.url, { ...opts, headers: t.headers }));
+        }
       }
-    }
+    });
     log(machineLine());
     if (results.flat().some((r) => r.non2xx > 0)) throw new Error('non-2xx answers: the figures are not comparable');
     const summaries = results.map((rs, i) => summarize(targets[i]!.label, rs));

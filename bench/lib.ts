@@ -7,6 +7,8 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { findOrInstallTemporalCli } from '../scripts/lib/temporal-cli';
@@ -141,6 +143,27 @@ export function formatStats(s: RoundStats, unit: string, digits = 0): string {
 export function machineLine(): string {
   const [l1, l5, l15] = os.loadavg().map((v) => v.toFixed(2));
   return `${new Date().toISOString()}  ${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}, load average ${l1} ${l5} ${l15}`;
+}
+
+/**
+ * CPU-profiles this thread while `during` runs (start-up and module loading left out,
+ * unlike `node --cpu-prof`) and writes a .cpuprofile that Chrome DevTools opens and
+ * bench/support/cpuprofile-summary.ts summarizes.
+ */
+export async function cpuProfile<T>(file: string | undefined, during: () => Promise<T>): Promise<T> {
+  if (!file) return during();
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  try {
+    return await during();
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(file, JSON.stringify(profile));
+    session.disconnect();
+    log(`CPU profile written to ${file}`);
+  }
 }
 
 export function parseBenchArgs(args: string[], defaults: Record<string, number>): Record<string, number> {
