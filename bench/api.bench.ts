@@ -28,10 +28,12 @@ function summarize(label: string, rs: LoadResult[]) {
   const rps = roundStats(rs.map((r) => r.requestsPerSecond));
   const p99 = roundStats(rs.map((r) => r.p99));
   const loop = roundStats(rs.map((r) => r.loopDelayP99));
+  const cpu = roundStats(rs.map((r) => r.cpuUsPerRequest));
   log(`${label}`);
   log(`    req/s ${formatStats(rps, 'req/s')}`);
   log(`    p99   ${formatStats(p99, 'ms')}   p50 median ${roundStats(rs.map((r) => r.p50)).median} ms   loop delay p99 median ${loop.median.toFixed(1)} ms`);
-  return { rps, p99 };
+  log(`    CPU   ${formatStats(cpu, 'µs/req')} (the servers' thread)`);
+  return { rps, p99, cpu };
 }
 
 const listen = async (app: Koa): Promise<{ server: Server; url: string }> => {
@@ -114,6 +116,7 @@ export async function run(args: string[]) {
     const [a, b] = summaries;
     const perRound = roundStats(results[1]!.map((r, i) => r.requestsPerSecond / results[0]![i]!.requestsPerSecond));
     log(`per-round ratio ${formatStats(perRound, '', 2)}`);
+    log(`CPU per request floor / ours = ${(a!.cpu.median / b!.cpu.median).toFixed(2)} (what the ratio would be if both were CPU-bound on this thread alone)`);
     log(`p99 ours / floor = ${(b!.p99.median / a!.p99.median).toFixed(2)} (median p99 ${b!.p99.median} ms vs ${a!.p99.median} ms; target ≤ 2)`);
     log(`ratio=${(b!.rps.median / a!.rps.median).toFixed(2)}`);
   } finally {
