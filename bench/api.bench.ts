@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- api [--duration=5] [--connections=50] [--rounds=5] [--only=ours] [--cpu-prof=FILE]`
+ * `npm run bench -- api [--duration=5] [--connections=50] [--rounds=5] [--only=ours] [--cpu-prof=FILE] [--heap-prof=FILE]`
  * Same connections, same duration, same run:
  *  (a) floor:   bare Koa answering the workflow row by primary key with one raw `pg` query
  *  (b) ours:    GET /v1/workflows/{id} with a real API key, rate limiting and the database
@@ -9,8 +9,8 @@
  * the median and range of req/s and of p99 over the rounds, this thread's event-loop delay
  * and GC time, then the p99 ratio and last `ratio=<median ours / median floor>`.
  * Target: ratio ≥ 0.8 with our p99 ≤ 2× the floor's.
- * `--only=ours` loads only (b); `--cpu-prof=FILE` CPU-profiles this thread (the servers)
- * during the measured rounds (see docs/performance.md).
+ * `--only=floor|ours|ceiling` loads only that one; `--cpu-prof=FILE` CPU-profiles this thread (the servers)
+ * during the measured rounds, `--heap-prof=FILE` samples its allocations (see docs/performance.md).
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -22,7 +22,7 @@ import { createOrm, migrate } from '../src/db/orm';
 import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
 import { WorkflowService } from '../src/modules/workflows/workflow.service';
 import { closeServices, createServices } from '../src/services';
-import { benchDatabase, benchTemporal, cpuProfile, formatStats, load, type LoadResult, log, machineLine, parseBenchArgs, roundStats } from './lib';
+import { benchDatabase, benchTemporal, cpuProfile, formatStats, heapProfile, load, type LoadResult, log, machineLine, parseBenchArgs, roundStats } from './lib';
 
 function summarize(label: string, rs: LoadResult[]) {
   const rps = roundStats(rs.map((r) => r.requestsPerSecond));
@@ -48,6 +48,7 @@ export async function run(args: string[]) {
   const option = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
   const only = option('only');
   const profileFile = option('cpu-prof');
+  const heapFile = option('heap-prof');
   const db = await benchDatabase();
   const temporal = await benchTemporal();
   const high = '100000000';
@@ -96,11 +97,12 @@ export async function run(args: string[]) {
       { label: '(b) GET /v1/workflows/{id} (auth, limits, db)', url: `${ours.url}/v1/workflows/${wf.id}`, headers: { authorization: `Bearer ${key}` } },
       { label: '(c) bare Koa fixed JSON (ceiling)', url: `${ceiling.url}/`, headers: {} },
     ];
-    const targets = only === 'ours' ? [all[1]!] : all;
+    const targets = only ? [all[['floor', 'ours', 'ceiling'].indexOf(only)]!].filter(Boolean) : all;
+    if (targets.length === 0) throw new Error('--only takes floor, ours or ceiling');
     // Warm-up: JIT, pool connections, Redis script cache; not counted.
     for (const t of targets) await load(`warm-up ${t.label}`, t.url, { durationSeconds: 2, connections, headers: t.headers });
     const results = targets.map(() => [] as LoadResult[]);
-    await cpuProfile(profileFile, async () => {
+    await heapProfile(heapFile, () => cpuProfile(profileFile, async () => {
       for (let round = 0; round < rounds; round++) {
         for (let k = 0; k < targets.length; k++) {
           const i = (round + k) % targets.length;
@@ -108,11 +110,11 @@ export async function run(args: string[]) {
           results[i]!.push(await load(t.label, t.url, { ...opts, headers: t.headers }));
         }
       }
-    });
+    }));
     log(machineLine());
     if (results.flat().some((r) => r.non2xx > 0)) throw new Error('non-2xx answers: the figures are not comparable');
     const summaries = results.map((rs, i) => summarize(targets[i]!.label, rs));
-    if (only === 'ours') return;
+    if (only) return;
     const [a, b] = summaries;
     const perRound = roundStats(results[1]!.map((r, i) => r.requestsPerSecond / results[0]![i]!.requestsPerSecond));
     log(`per-round ratio ${formatStats(perRound, '', 2)}`);

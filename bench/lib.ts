@@ -184,6 +184,26 @@ export async function cpuProfile<T>(file: string | undefined, during: () => Prom
   }
 }
 
+/**
+ * Samples this thread's allocations while `during` runs, including objects the GC has
+ * already collected (what makes GC work), and writes a .heapprofile (Chrome DevTools).
+ */
+export async function heapProfile<T>(file: string | undefined, during: () => Promise<T>): Promise<T> {
+  if (!file) return during();
+  const session = new Session();
+  session.connect();
+  await session.post('HeapProfiler.enable');
+  await session.post('HeapProfiler.startSampling', { samplingInterval: 8192, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  try {
+    return await during();
+  } finally {
+    const { profile } = await session.post('HeapProfiler.stopSampling');
+    writeFileSync(file, JSON.stringify(profile));
+    session.disconnect();
+    log(`heap allocation profile written to ${file}`);
+  }
+}
+
 export function parseBenchArgs(args: string[], defaults: Record<string, number>): Record<string, number> {
   const out = { ...defaults };
   for (const arg of args) {
