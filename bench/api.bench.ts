@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- api [--duration=5] [--connections=50] [--rounds=5] [--only=ours] [--cpu-prof=FILE] [--heap-prof=FILE]`
+ * `npm run bench -- api [--duration=5] [--connections=50] [--rounds=5] [--only=ours] [--cpu-prof=FILE] [--heap-prof=FILE] [--log-level=info]`
  * Same connections, same duration, same run:
  *  (a) floor:   bare Koa answering the workflow row by primary key with one raw `pg` query
  *  (b) ours:    GET /v1/workflows/{id} with a real API key, rate limiting and the database
@@ -10,13 +10,16 @@
  * and GC time, then the p99 ratio and last `ratio=<median ours / median floor>`.
  * Target: ratio ≥ 0.8 with our p99 ≤ 2× the floor's.
  * `--only=floor|ours|ceiling` loads only that one; `--cpu-prof=FILE` CPU-profiles this thread (the servers)
- * during the measured rounds, `--heap-prof=FILE` samples its allocations (see docs/performance.md).
+ * during the measured rounds, `--heap-prof=FILE` samples its allocations; `--log-level=info`
+ * writes the access log (to /dev/null) as production does, default silent (see docs/performance.md).
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { Pool } from 'pg';
+import pino from 'pino';
 import { createApp } from '../src/app';
+import { createLogger } from '../src/logger';
 import { loadConfig } from '../src/config';
 import { createOrm, migrate } from '../src/db/orm';
 import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
@@ -49,6 +52,8 @@ export async function run(args: string[]) {
   const only = option('only');
   const profileFile = option('cpu-prof');
   const heapFile = option('heap-prof');
+  // `silent` compares the request paths alone; `info` adds what production pays per request: the access-log line (to /dev/null).
+  const logLevel = option('log-level') ?? 'silent';
   const db = await benchDatabase();
   const temporal = await benchTemporal();
   const high = '100000000';
@@ -56,14 +61,14 @@ export async function run(args: string[]) {
     ...process.env,
     DATABASE_URL: db.url,
     TEMPORAL_ADDRESS: temporal.address,
-    LOG_LEVEL: 'silent',
+    LOG_LEVEL: logLevel,
     REDIS_KEY_PREFIX: `wfa-bench:${Date.now()}:`,
     RATE_LIMIT_CREDENTIAL_PER_HOUR: high,
     RATE_LIMIT_RESOURCE_READ_PER_HOUR: high,
   });
   const orm = await createOrm(db.url, config.DATABASE_POOL_MAX);
   await migrate(orm);
-  const services = await createServices(config, { orm });
+  const services = await createServices(config, { orm, logger: createLogger(logLevel, pino.destination({ dest: '/dev/null', sync: true })) });
   const keys = new ApiKeyService(orm.em.fork());
   const org = await keys.ensureOrganization('bench');
   const { key } = await keys.create(org.id, 'bench', 'read');

@@ -118,13 +118,17 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
   const options = {
     level,
     base: { service: 'workflow-automation' },
-    formatters: {
-      log: (object: Record<string, unknown>) => redactSecrets(object) as Record<string, unknown>,
-      bindings: (bindings: Record<string, unknown>) => redactSecrets(bindings) as Record<string, unknown>,
-    },
+    formatters: { log: (object: Record<string, unknown>) => redactSecrets(object) as Record<string, unknown> },
     serializers: { err: serializeErrorRedacted, error: serializeErrorRedacted },
   };
-  return destination ? pino(options, destination) : pino(options);
+  const logger = destination ? pino(options, destination) : pino(options);
+  // pino applies no formatter to a child's bindings; every child (and its children, which
+  // inherit this method) hands them over redacted.
+  const child = logger.child;
+  logger.child = function (this: Logger, bindings, childOptions) {
+    return child.call(this, redactSecrets(bindings) as typeof bindings, childOptions);
+  } as Logger['child'];
+  return logger;
 }
 
 export type { Logger };
