@@ -1,8 +1,8 @@
 /**
  * Builds the Koa application from a `Services` bag without listening, so tests and the
  * server share the same wiring. Order: request id + access log → error envelope → OAuth
- * server → JSON body + input guard (NUL characters, nesting) → 404/405 fallbacks →
- * routes. There is no ORM request context (AsyncLocalStorage costs every promise of every
+ * server → JSON body and input guard (NUL characters, nesting) → routes → 404/405
+ * fallbacks. There is no ORM request context (AsyncLocalStorage costs every promise of every
  * request): each service gets its own `em.fork()`.
  */
 import { readFile } from 'node:fs/promises';

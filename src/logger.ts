@@ -38,11 +38,6 @@ const CENSOR = '[redacted]';
 /** Deeper than any object we log; bounds the walk on cyclic or huge values. */
 const MAX_REDACT_DEPTH = 8;
 
-const isPlainObject = (v: object) => {
-  const proto = Object.getPrototypeOf(v) as unknown;
-  return proto === Object.prototype || proto === null;
-};
-
 /**
  * `value` with every field named like a secret censored, at any depth: a copy of only the
  * objects on the way to a censored field, everything else shared; the caller's objects are
@@ -66,11 +61,8 @@ export function redactSecrets(value: unknown, depth = 0): unknown {
     const field = source[key];
     const redacted = SECRET_KEYS.has(key) ? (field === undefined ? field : CENSOR) : redactSecrets(field, depth + 1);
     if (redacted === field) continue;
-    if (!copy) {
-      if (isPlainObject(source)) copy = { ...source };
-      else if (source instanceof Error) return redactSecrets(pino.stdSerializers.err(source), depth);
-      else copy = { ...source };
-    }
+    if (source instanceof Error) return redactSecrets(pino.stdSerializers.err(source), depth);
+    copy ??= { ...source };
     copy[key] = redacted;
   }
   return copy ?? value;
