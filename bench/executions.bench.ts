@@ -65,6 +65,8 @@ async function pool(n: number, concurrency: number, fn: (i: number) => Promise<v
  */
 function sampleBackends(databaseUrl: string) {
   const client = new Client({ connectionString: databaseUrl });
+  // Dropping the database at the end terminates this connection: not an error of the run.
+  client.on('error', () => undefined);
   const states = new Map<string, number>();
   const lockWaiters = new Map<string, number>();
   let samples = 0;
@@ -223,19 +225,23 @@ export async function run(args: string[]): Promise<void> {
       const delay = monitorEventLoopDelay({ resolution: 1 });
       delay.enable();
       const t0 = Date.now();
-      await cpuProfile(round === 0 ? profileFile : undefined, () =>
-        pool(n, concurrency, async (i) => {
-          const sent = performance.now();
-          const res = await post('/v1/messages', { channel: 'whatsapp', customer_id: `bench-${round}-${i}`, message: 'bench please' });
-          const id = res.data.executions[0].id as string;
-          accept.push(performance.now() - sent);
-          await services.temporal.client.workflow.getHandle(id).result().catch(() => runFailures++);
-          e2e.push(performance.now() - sent);
-        }),
-      );
+      let diagnostics: string[] = [];
+      try {
+        await cpuProfile(round === 0 ? profileFile : undefined, () =>
+          pool(n, concurrency, async (i) => {
+            const sent = performance.now();
+            const res = await post('/v1/messages', { channel: 'whatsapp', customer_id: `bench-${round}-${i}`, message: 'bench please' });
+            const id = res.data.executions[0].id as string;
+            accept.push(performance.now() - sent);
+            await services.temporal.client.workflow.getHandle(id).result().catch(() => runFailures++);
+            e2e.push(performance.now() - sent);
+          }),
+        );
+      } finally {
+        delay.disable();
+        diagnostics = [...(await backends.stop()), poolWaits.stop()];
+      }
       const seconds = (Date.now() - t0) / 1000;
-      delay.disable();
-      const diagnostics = [...(await backends.stop()), poolWaits.stop()];
       const [row] = await orm.em.fork().getConnection().execute<Array<{ running: number; failed: number }>>(
         `select count(*) filter (where status = 'running')::int as running, count(*) filter (where status not in ('running', 'success'))::int as failed
            from executions where workflow_id = ?`,
