@@ -5,6 +5,7 @@
  */
 import { createConnectivityActivities } from './connectivity.activities';
 import { createExecutionActivities } from './executions.activities';
+import { liveExecutionSink } from '../../src/modules/executions/execution-sink';
 import { createReportActivities } from './reports.activities';
 import { createReplayActivities } from './replays.activities';
 import { createTriggerActivities } from './triggers.activities';
@@ -20,7 +21,7 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createConnectivityActivities(),
-    ...createExecutionActivities({ services: deps.services }),
+    ...createExecutionActivities({ services: deps.services, sink: liveExecutionSink(deps.services) }),
     ...createTriggerActivities({ services: deps.services }),
     ...createWebhookActivities({ services: deps.services }),
     ...createReportActivities({ services: deps.services }),

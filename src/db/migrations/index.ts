@@ -16,6 +16,7 @@ import { Migration20261125000300_oauth } from './Migration20261125000300_oauth';
 import { Migration20261125000100_provider_message_ids } from './Migration20261125000100_provider_message_ids';
 import { Migration20261125000400_reports_exports } from './Migration20261125000400_reports_exports';
 import { Migration20261125000500_replays } from './Migration20261125000500_replays';
+import { Migration20261126000100_dry_runs } from './Migration20261126000100_dry_runs';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -32,4 +33,5 @@ export const migrationsList = [
   { name: 'Migration20261125000100_provider_message_ids', class: Migration20261125000100_provider_message_ids },
   { name: 'Migration20261125000400_reports_exports', class: Migration20261125000400_reports_exports },
   { name: 'Migration20261125000500_replays', class: Migration20261125000500_replays },
+  { name: 'Migration20261126000100_dry_runs', class: Migration20261126000100_dry_runs },
 ];
