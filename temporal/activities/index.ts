@@ -4,6 +4,7 @@
  * arrive through `deps` so tests can build activities against their own services.
  */
 import { createConnectivityActivities } from './connectivity.activities';
+import { createDryRunActivities } from './dry-runs.activities';
 import { createExecutionActivities } from './executions.activities';
 import { liveExecutionSink } from '../../src/modules/executions/execution-sink';
 import { createReportActivities } from './reports.activities';
@@ -26,6 +27,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createWebhookActivities({ services: deps.services }),
     ...createReportActivities({ services: deps.services }),
     ...createReplayActivities({ services: deps.services }),
+    ...createDryRunActivities({ services: deps.services }),
   };
 }
 

@@ -9,3 +9,4 @@ export * from './scheduled-trigger.workflow';
 export * from './webhook-delivery.workflow';
 export * from './export.workflow';
 export * from './replay.workflow';
+export * from './dry-run.workflow';
