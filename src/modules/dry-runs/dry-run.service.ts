@@ -35,6 +35,16 @@ interface DryRunRow {
   diverged: number;
 }
 
+/** The executions list's date rules, with the field named where it sits in this body. */
+function filterDates(f: DryRunFilter): { from?: Date; to?: Date } {
+  try {
+    return dateFilter(f.start_date, f.end_date);
+  } catch (err) {
+    if (err instanceof AppError && err.extra.field) throw new AppError(err.status, err.code, err.message, { field: `filter.${err.extra.field}` });
+    throw err;
+  }
+}
+
 const dryRunNotFound = () => notFound('DRY_RUN_NOT_FOUND', 'Dry run');
 const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 const errorOf = (type: string | null, message: string | null) => (type || message ? { type, message } : null);
@@ -113,7 +123,7 @@ export class DryRunService {
     };
     if (f.status) add('status = ?', f.status);
     if (f.trigger_id) add('trigger_id = ?', f.trigger_id);
-    const { from, to } = dateFilter(f.start_date, f.end_date);
+    const { from, to } = filterDates(f);
     if (from) add('started_at >= ?', from);
     if (to) add('started_at < ?', to);
     const rows = await em.execute<Array<{ id: string }>>(
