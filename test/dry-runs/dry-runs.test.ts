@@ -7,7 +7,9 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { EVENT_TYPES } from '../../src/modules/events/event.entity';
+import { createActivities } from '../../temporal/activities';
 import { bearer } from '../helpers/app';
 import { startWebhookKit, type WebhookKit } from '../helpers/webhooks';
 import { waitFor } from '../helpers/wait';
@@ -206,6 +208,17 @@ describe('dry runs', () => {
     expect(list.status).toBe(200);
     expect(list.body.data.map((d: any) => d.id)).toEqual([strict.body.data.id, same.body.data.id]);
     expect(list.body.pagination).toMatchObject({ page: 1, limit: 2, total: 3 });
+  });
+
+  it('the mode is enforced where the activities are built: live activities refuse a dry-run context, dry-run ones a live context', async () => {
+    const before = await sideEffects();
+    const activities = createActivities({ services: t().services });
+    const ctx = { executionId, organizationId: orgId, workflowId, channel: 'whatsapp', customerId: null };
+    const input = { node: { id: 'late', type: 'message' as const, content: 'Should never be sent' }, startedAt: Date.now() };
+    const refused = { type: 'ExecutionValidationError', nonRetryable: true };
+    await expect(new MockActivityEnvironment().run(activities.runMessageNode, { ...input, ctx: { ...ctx, dryRunId: 'dry_x' } })).rejects.toMatchObject(refused);
+    await expect(new MockActivityEnvironment().run(activities.dryRun_runMessageNode, { ...input, ctx })).rejects.toMatchObject(refused);
+    expect(await sideEffects()).toEqual(before);
   });
 
   it('refuses bad input with a clear 4xx and records nothing; other organizations see nothing', async () => {
