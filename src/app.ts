@@ -26,6 +26,7 @@ import { registerOAuthDocs } from './modules/oauth/oauth.docs';
 import { customerRoutes } from './modules/customers/customer.routes';
 import { executionRoutes } from './modules/executions/execution.routes';
 import { replayRoutes } from './modules/replays/replay.routes';
+import { dryRunRoutes } from './modules/dry-runs/dry-run.routes';
 import { knowledgeBaseRoutes } from './modules/knowledge-bases/knowledge-base.routes';
 import { reportRoutes } from './modules/reports/report.routes';
 import { registerTriggerReceiverDocs, triggerReceiverRouter } from './modules/triggers/trigger-receiver';
@@ -52,6 +53,7 @@ export const ROUTE_FACTORIES: Array<(s: Services) => AnyRoute[]> = [
   oauthClientRoutes,
   reportRoutes,
   replayRoutes,
+  dryRunRoutes,
 ];
 
 /** Routers outside /v1 that every app mounts (receivers that authenticate requests their own way). */

@@ -146,6 +146,23 @@ const CALLS: Array<[string, () => Promise<unknown>]> = [
     expectStatus(await call('GET', `/v1/customers/${s.customer}`), 200);
     expectStatus(await call('GET', `/v1/customers/${s.customer}/messages`), 200);
   }],
+  ['dry runs', async () => {
+    const [hi, ask] = GREETER.configuration.nodes;
+    const draft = { ...GREETER.configuration, nodes: [{ ...hi, content: 'Hello there!' }, ask] };
+    const path = `/v1/workflows/${s.workflow}/dry-runs`;
+    const created = expectStatus(await call('POST', path, { body: { filter: { status: 'success' }, configuration: draft } }), 201).data;
+    await waitFor(async () => {
+      const res = await t.request.get(`${path}/${created.id}`).set(bearer(admin));
+      return res.body.data?.status === 'completed' || undefined;
+    }, 'dry run to complete');
+    expectStatus(await call('GET', `${path}/${created.id}`), 200);
+    expectStatus(await call('GET', `${path}?status=completed`), 200);
+    expectStatus(await call('GET', `${path}/dry_missing`), 404);
+    expectStatus(await call('POST', path, { body: { execution_ids: ['exec_missing'] } }), 404);
+    expectStatus(await call('POST', path, { body: { execution_ids: [s.execution], revision: 99 } }), 404);
+    expectStatus(await call('POST', path, { body: { execution_ids: [s.execution], configuration: { nodes: [] } } }), 400);
+    expectStatus(await call('POST', path, { body: { execution_ids: [s.execution], configuration: { nodes: [{ id: 'm', type: 'message' }] } } }), 422);
+  }],
   ['knowledge bases', async () => {
     const kb = expectStatus(await call('POST', '/v1/knowledge-bases', { body: { name: 'FAQ' } }), 201).data.id;
     expectStatus(await call('POST', '/v1/knowledge-bases', { body: { name: 'FAQ' } }), 409);

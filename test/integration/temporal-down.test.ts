@@ -35,5 +35,10 @@ describe('API with Temporal down', () => {
       [executionId],
     );
     expect(rows).toEqual([{ status: 'running', temporal_started_at: null }]);
+
+    // A dry run cannot start: 503 and nothing recorded (as a bulk replay).
+    const dryRun = await t.request.post(`/v1/workflows/${wf.body.data.id}/dry-runs`).set(bearer(key)).send({ execution_ids: [executionId] });
+    expect([dryRun.status, dryRun.body.error.code]).toEqual([503, 'SERVICE_UNAVAILABLE']);
+    expect(await t.query('select id from dry_runs')).toEqual([]);
   });
 });

@@ -19,6 +19,8 @@ export interface ExecutionContext {
   workflowId: string;
   channel: string;
   customerId: string | null;
+  /** Set only in a dry run: the activities refuse it unless built with a dry run's sink. */
+  dryRunId?: string;
 }
 
 export interface StepRecord {
