@@ -14679,7 +14679,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description SERVICE_UNAVAILABLE | SERVICE_UNAVAILABLE */
+            /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -22,8 +22,10 @@ export class Migration20261126000200_dry_runs extends Migration {
         error_message text,
         created_at timestamptz not null default now(),
         started_at timestamptz,
-        completed_at timestamptz
+        completed_at timestamptz,
+        temporal_started_at timestamptz
       );
+      create index dry_runs_unstarted_idx on dry_runs (created_at) where temporal_started_at is null;
       create index dry_runs_workflow_idx on dry_runs (organization_id, workflow_id, created_at desc, id desc);
 
       create table dry_run_items (

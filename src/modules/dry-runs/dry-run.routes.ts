@@ -33,7 +33,6 @@ export function dryRunRoutes(services: Services): AnyRoute[] {
         [404, 'WORKFLOW_NOT_FOUND | EXECUTION_NOT_FOUND | REVISION_NOT_FOUND'],
         [400, 'INVALID_REQUEST | INVALID_WORKFLOW_CONFIG | INVALID_DATE_RANGE'],
         [422, 'INVALID_NODE_CONFIG'],
-        [503, 'SERVICE_UNAVAILABLE'],
       ],
       async handler({ params, body, credential }) {
         return { data: await svc.create(credential.organizationId, params.workflow_id, body) };

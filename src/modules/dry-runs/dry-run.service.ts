@@ -1,11 +1,11 @@
 /**
  * Owns the dry-run records: create (resolve the configuration and the executions, record,
- * start `dry_run:<id>` on Temporal), read and list. Every query is scoped by organization
+ * start `dry_run:<id>` on Temporal, or leave the start to the reconciler while Temporal is
+ * down), read and list. Every query is scoped by organization
  * and by the workflow in the path; another organization's workflow, execution or dry run
  * is a 404. Dry runs emit no webhook event: nothing here or in their sink records one.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { TypedSearchAttributes } from '@temporalio/common';
 import { invalid, notFound } from '../../errors';
 import { AppError } from '../../http/errors';
 import { offsetOf, type Page } from '../../http/pagination';
@@ -13,10 +13,9 @@ import { parseInput } from '../../http/validation';
 import { z } from '../../http/zod';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
+import { dispatchJob, JOBS } from '../jobs/job-starter';
 import { dateFilter } from '../metrics/execution-metrics';
 import { classifyWorkflowIssue, WorkflowConfiguration } from '../workflows/workflow.schemas';
-import { SearchAttributeKeys } from '../../../temporal/shared';
-import { DRY_RUN_WORKFLOW_TYPE, dryRunWorkflowId, type DryRunWorkflowInput } from '../../../temporal/dry-runs.shared';
 import type { RunDiff } from './dry-run.diff';
 import { type DryRunFilter, type DryRunIn, MAX_DRY_RUN_EXECUTIONS } from './dry-run.schemas';
 
@@ -161,26 +160,7 @@ export class DryRunService {
         [id, JSON.stringify(executionIds)],
       );
     });
-    const input: DryRunWorkflowInput = { dryRunId: id };
-    try {
-      await this.services.temporal.client.workflow.start(DRY_RUN_WORKFLOW_TYPE, {
-        taskQueue: this.services.config.TEMPORAL_TASK_QUEUE,
-        workflowId: dryRunWorkflowId(id),
-        args: [input],
-        // The id is new: any existing run under it would be a bug, never "the same dry run".
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        workflowIdConflictPolicy: 'FAIL',
-        typedSearchAttributes: new TypedSearchAttributes([
-          { key: SearchAttributeKeys.organizationId, value: organizationId },
-          { key: SearchAttributeKeys.workflowId, value: workflowId },
-        ]),
-      });
-    } catch (err) {
-      // Nothing ran yet: take the record back so the client sees one clear outcome (as replays do).
-      this.services.logger.warn({ err, dryRunId: id }, 'dry run start failed; record removed');
-      await em.execute('delete from dry_runs where id = ?', [id]);
-      throw new AppError(503, 'SERVICE_UNAVAILABLE', 'The dry run could not be started (Temporal unavailable); nothing was recorded. Retry shortly.');
-    }
+    await dispatchJob(this.services, JOBS.dryRun, { id, organization_id: organizationId, workflow_id: workflowId });
     return await this.detail(organizationId, workflowId, id);
   }
 
