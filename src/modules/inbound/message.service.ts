@@ -16,22 +16,22 @@
  * nothing is recorded or started and the first message's outcome is returned (the unique
  * index decides between two concurrent deliveries; the loser's transaction rolls back).
  *
- * Only after the commit is the reply signalled / are the executions started on Temporal. A
- * crash after the commit loses nothing: the reconciler starts unstarted executions and
- * re-delivers unconfirmed replies (the workflow drops a reply it already has, by message
- * id; and a form whose timeout fires reads a claimed reply from PostgreSQL).
+ * Only after the commit is the reply signalled (executions' `deliverReply`) / are the
+ * executions started on Temporal. A crash after the commit loses nothing: the reconciler
+ * starts unstarted executions and re-delivers unconfirmed replies (the workflow drops a
+ * reply it already has, by message id; and a form whose timeout fires reads a claimed reply
+ * from PostgreSQL).
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { failpoint } from '../../failpoints';
 import { DomainError } from '../../errors';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
 import { recordEvent } from '../events/outbox';
+import { dispatchExecution, type PendingExecution, recordExecution } from '../executions/execution.starter';
+import { deliverReply } from '../executions/reply-delivery';
 import { findMatchingMessageTriggers, messageMatches, recordTriggerFiring } from '../triggers/trigger-firing';
 import { Workflow } from '../workflows/workflow.entity';
-import { customerReplySignal, executionWorkflowId } from '../../../temporal/executions.shared';
-import { boundedTemporalCall, dispatchExecution, type PendingExecution, RECONCILE_TEMPORAL_TIMEOUT_MS, recordExecution } from './execution.starter';
 import { transactionalRetrying } from '../../db/transaction';
 
 export interface InboundMessage {
@@ -288,55 +288,4 @@ async function receiveNew(services: Services, organizationId: string, msg: Inbou
   }
   if (result.executions.length > 0) result.status = 'started';
   return result;
-}
-
-/**
- * Signals a reply to its execution and stamps `delivered_at`. A Temporal outage (or a
- * signal slower than TEMPORAL_CALL_TIMEOUT_MS) leaves the row unstamped for the
- * reconciler; a run that no longer exists is stamped too, there is nothing left to deliver
- * to (it took the reply from PostgreSQL when its timeout fired, or it was cancelled).
- */
-export async function deliverReply(
-  services: Services,
-  r: { messageId: string; executionId: string; text: string },
-  timeoutMs?: number,
-): Promise<boolean> {
-  const delivered = await boundedTemporalCall(
-    services,
-    () => services.temporal.client.workflow.getHandle(executionWorkflowId(r.executionId)).signal(customerReplySignal, { messageId: r.messageId, text: r.text }),
-    (err) => err instanceof WorkflowNotFoundError,
-    timeoutMs,
-  );
-  if (!delivered) return false;
-  await services.orm.em.fork().getConnection().execute('update messages set delivered_at = now() where id = ? and delivered_at is null', [r.messageId]);
-  return true;
-}
-
-/** Re-delivers inbound replies whose signal was never confirmed (crash after the commit). */
-export async function redeliverReplies(services: Services, graceMs: number): Promise<number> {
-  const rows = await services.orm.em
-    .fork()
-    .getConnection()
-    .execute<Array<{ id: string; execution_id: string; text: string }>>(
-      `select id, execution_id, text from messages
-        where direction = 'inbound' and execution_id is not null and delivered_at is null
-          and created_at < now() - (? * interval '1 millisecond')
-        order by created_at limit 100`,
-      [graceMs],
-    );
-  let n = 0;
-  for (const row of rows) {
-    // Only replies to a waiting execution are signalled; a message that started executions is
-    // linked to its first one and counts as delivered.
-    const [started] = await services.orm.em
-      .fork()
-      .getConnection()
-      .execute<Array<{ id: string }>>('select id from executions where id = ? and message_id = ?', [row.execution_id, row.id]);
-    if (started) {
-      await services.orm.em.fork().getConnection().execute('update messages set delivered_at = now() where id = ?', [row.id]);
-      continue;
-    }
-    if (await deliverReply(services, { messageId: row.id, executionId: row.execution_id, text: row.text }, RECONCILE_TEMPORAL_TIMEOUT_MS)) n++;
-  }
-  return n;
 }

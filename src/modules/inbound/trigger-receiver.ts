@@ -28,11 +28,11 @@ import {
   verifyStandardWebhookSignature,
 } from '../../http/signature';
 import type { Services } from '../../services';
-import { fireTrigger } from './trigger-firing';
-import { Trigger } from './trigger.entity';
-import { toExecutionOut } from './trigger.routes';
-import { TriggerExecutionOut, type WebhookTriggerConfig } from './trigger.schemas';
-import { TriggerService, triggerNotFound } from './trigger.service';
+import { fireTrigger } from '../triggers/trigger-firing';
+import { Trigger } from '../triggers/trigger.entity';
+import { toTriggerExecutionOut } from '../triggers/trigger.out';
+import { TriggerExecutionOut, type WebhookTriggerConfig } from '../triggers/trigger.schemas';
+import { TriggerService, triggerNotFound } from '../triggers/trigger.service';
 
 const unauthorized = (code: string, message: string) => new AppError(401, code, message);
 
@@ -135,7 +135,7 @@ async function fire(ctx: Context, services: Services, em: EntityManager, trigger
   });
   const row = await new TriggerService(em, services).getExecution(trigger.organizationId, trigger.id, fired.triggerExecutionId);
   ctx.status = 202;
-  ctx.body = { data: toExecutionOut(row) };
+  ctx.body = { data: toTriggerExecutionOut(row) };
 }
 
 /** The receiver in the OpenAPI document: it lives outside /v1 and authenticates by signature. */

@@ -1,0 +1,62 @@
+/**
+ * Owns delivering an inbound reply to the execution waiting for it: the `customerReply`
+ * signal, then `messages.delivered_at`. The inbound module claims the wait and records the
+ * message in PostgreSQL first; what was committed but never confirmed here is re-delivered
+ * by the executions reconciler (`redeliverReplies`). The workflow drops a reply it already
+ * has, by message id, so a second delivery is harmless.
+ */
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { Services } from '../../services';
+import { customerReplySignal, executionWorkflowId } from '../../../temporal/executions.shared';
+import { boundedTemporalCall, RECONCILE_TEMPORAL_TIMEOUT_MS } from './execution.starter';
+
+/**
+ * Signals a reply to its execution and stamps `delivered_at`. A Temporal outage (or a
+ * signal slower than TEMPORAL_CALL_TIMEOUT_MS) leaves the row unstamped for the
+ * reconciler; a run that no longer exists is stamped too, there is nothing left to deliver
+ * to (it took the reply from PostgreSQL when its timeout fired, or it was cancelled).
+ */
+export async function deliverReply(
+  services: Services,
+  r: { messageId: string; executionId: string; text: string },
+  timeoutMs?: number,
+): Promise<boolean> {
+  const delivered = await boundedTemporalCall(
+    services,
+    () => services.temporal.client.workflow.getHandle(executionWorkflowId(r.executionId)).signal(customerReplySignal, { messageId: r.messageId, text: r.text }),
+    (err) => err instanceof WorkflowNotFoundError,
+    timeoutMs,
+  );
+  if (!delivered) return false;
+  await services.orm.em.fork().getConnection().execute('update messages set delivered_at = now() where id = ? and delivered_at is null', [r.messageId]);
+  return true;
+}
+
+/** Re-delivers inbound replies whose signal was never confirmed (crash after the commit). */
+export async function redeliverReplies(services: Services, graceMs: number): Promise<number> {
+  const rows = await services.orm.em
+    .fork()
+    .getConnection()
+    .execute<Array<{ id: string; execution_id: string; text: string }>>(
+      `select id, execution_id, text from messages
+        where direction = 'inbound' and execution_id is not null and delivered_at is null
+          and created_at < now() - (? * interval '1 millisecond')
+        order by created_at limit 100`,
+      [graceMs],
+    );
+  let n = 0;
+  for (const row of rows) {
+    // Only replies to a waiting execution are signalled; a message that started executions is
+    // linked to its first one and counts as delivered.
+    const [started] = await services.orm.em
+      .fork()
+      .getConnection()
+      .execute<Array<{ id: string }>>('select id from executions where id = ? and message_id = ?', [row.execution_id, row.id]);
+    if (started) {
+      await services.orm.em.fork().getConnection().execute('update messages set delivered_at = now() where id = ?', [row.id]);
+      continue;
+    }
+    if (await deliverReply(services, { messageId: row.id, executionId: row.execution_id, text: row.text }, RECONCILE_TEMPORAL_TIMEOUT_MS)) n++;
+  }
+  return n;
+}
