@@ -1,14 +1,41 @@
 /**
- * Owns delivering an inbound reply to the execution waiting for it: the `customerReply`
- * signal, then `messages.delivered_at`. The inbound module claims the wait and records the
- * message in PostgreSQL first; what was committed but never confirmed here is re-delivered
- * by the executions reconciler (`redeliverReplies`). The workflow drops a reply it already
- * has, by message id, so a second delivery is harmless.
+ * Owns an inbound reply's way into the execution waiting for it: `claimWait` closes the
+ * execution's open form wait inside the inbound message's transaction; after the commit
+ * `deliverReply` sends the `customerReply` signal and stamps `messages.delivered_at`. What
+ * was committed but never confirmed is re-delivered by the executions reconciler
+ * (`redeliverReplies`). The workflow drops a reply it already has, by message id, so a
+ * second delivery is harmless.
  */
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Services } from '../../services';
 import { customerReplySignal, executionWorkflowId } from '../../../temporal/executions.shared';
 import { boundedTemporalCall, RECONCILE_TEMPORAL_TIMEOUT_MS } from './execution.starter';
+
+/** The form wait a reply claimed: the execution and the prompt's dedupe key. */
+export interface ClaimedWait {
+  id: string;
+  workflow_id: string;
+  waiting_key: string | null;
+}
+
+/**
+ * Claims the open form wait of this customer's newest waiting execution on the channel, if
+ * any: the row lock orders the claim against the form opening or closing (timeout) that
+ * wait, so exactly one of them wins, and the wait is closed so it takes one reply only.
+ * (The customer upsert before this already serialises the customer's own messages.)
+ */
+export async function claimWait(tx: EntityManager, organizationId: string, customerId: string, channel: string): Promise<ClaimedWait | undefined> {
+  const [waiting] = await tx.execute<ClaimedWait[]>(
+    `select id, workflow_id, waiting_key from executions
+      where organization_id = ? and customer_id = ? and channel = ? and status = 'running' and waiting_node_id is not null
+      order by started_at desc limit 1 for update`,
+    [organizationId, customerId, channel],
+  );
+  if (!waiting) return undefined;
+  await tx.execute('update executions set waiting_node_id = null, waiting_key = null where id = ?', [waiting.id]);
+  return waiting;
+}
 
 /**
  * Signals a reply to its execution and stamps `delivered_at`. A Temporal outage (or a

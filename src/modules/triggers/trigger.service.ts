@@ -120,6 +120,16 @@ export class TriggerService {
     return trigger;
   }
 
+  /**
+   * The webhook trigger a request to `/hooks/triggers/{id}` is for, whatever its
+   * organization (the receiver authenticates by the trigger's secret, not by a credential).
+   */
+  async getWebhookTrigger(id: string): Promise<Trigger> {
+    const trigger = await this.em.findOne(Trigger, { id, type: 'webhook', deletedAt: null });
+    if (!trigger) throw triggerNotFound();
+    return trigger;
+  }
+
   async create(organizationId: string, input: TriggerIn): Promise<Trigger> {
     const workflow = await this.em.findOne(Workflow, { id: input.workflow_id, organizationId, deletedAt: null }, { fields: ['id', 'name', 'channel'] });
     if (!workflow) throw workflowNotFound();
