@@ -10,7 +10,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Services } from '../../services';
 import { customerReplySignal, executionWorkflowId } from '../../../temporal/executions.shared';
-import { boundedTemporalCall, RECONCILE_TEMPORAL_TIMEOUT_MS } from './execution.starter';
+import { boundedTemporalCall, RECONCILE_TEMPORAL_TIMEOUT_MS } from '../../temporal-calls';
 
 /** The form wait a reply claimed: the execution and the prompt's dedupe key. */
 export interface ClaimedWait {

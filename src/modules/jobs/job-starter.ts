@@ -13,7 +13,7 @@ import type { Services } from '../../services';
 import { SearchAttributeKeys } from '../../../temporal/shared';
 import { EXPORT_WORKFLOW, exportWorkflowId, REPORT_WORKFLOW, reportWorkflowId, type FileJobInput } from '../../../temporal/reports.shared';
 import { REPLAY_WORKFLOW_TYPE, replayWorkflowId, type ReplayWorkflowInput } from '../../../temporal/replays.shared';
-import { boundedTemporalCall, RECONCILE_TEMPORAL_TIMEOUT_MS } from '../executions/execution.starter';
+import { boundedTemporalCall, RECONCILE_TEMPORAL_TIMEOUT_MS } from '../../temporal-calls';
 
 /** The columns every job table has, and the one a replay's input needs. */
 interface JobRow {
