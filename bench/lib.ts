@@ -9,7 +9,8 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import { findOrInstallTemporalCli } from '../scripts/lib/temporal-cli';
-import { ensureSearchAttributes, startTemporalDevServer } from '../scripts/lib/temporal-dev-server';
+import { ensureSearchAttributes } from '../src/temporal-search-attributes';
+import { startTemporalDevServer } from '../scripts/lib/temporal-dev-server';
 import { temporalAnswersAt } from '../src/temporal-client';
 import { dropDatabase, ensureDatabase } from '../src/db/orm';
 

@@ -14,7 +14,7 @@ import { SearchAttributeKeys } from '../../../temporal/shared';
 import { EXPORT_WORKFLOW, exportWorkflowId, REPORT_WORKFLOW, reportWorkflowId, type FileJobInput } from '../../../temporal/reports.shared';
 import { REPLAY_WORKFLOW_TYPE, replayWorkflowId, type ReplayWorkflowInput } from '../../../temporal/replays.shared';
 import { DRY_RUN_WORKFLOW_TYPE, dryRunWorkflowId, type DryRunWorkflowInput } from '../../../temporal/dry-runs.shared';
-import { boundedTemporalCall, RECONCILE_TEMPORAL_TIMEOUT_MS } from '../executions/execution.starter';
+import { boundedTemporalCall, RECONCILE_TEMPORAL_TIMEOUT_MS } from '../../temporal-calls';
 
 /** The columns every job table has, and those one kind's input or search attributes need. */
 interface JobRow {
