@@ -6,8 +6,7 @@
  * is a 404. Dry runs emit no webhook event: nothing here or in their sink records one.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { invalid, notFound } from '../../errors';
-import { AppError } from '../../http/errors';
+import { DomainError, invalid, notFound } from '../../errors';
 import { offsetOf, type Page } from '../../http/pagination';
 import { parseInput } from '../../http/validation';
 import { z } from '../../http/zod';
@@ -39,7 +38,7 @@ function filterDates(f: DryRunFilter): { from?: Date; to?: Date } {
   try {
     return dateFilter(f.start_date, f.end_date);
   } catch (err) {
-    if (err instanceof AppError && err.extra.field) throw new AppError(err.status, err.code, err.message, { field: `filter.${err.extra.field}` });
+    if (err instanceof DomainError && err.extra.field) throw new DomainError(err.kind, err.code, err.message, { ...err.extra, field: `filter.${err.extra.field}` });
     throw err;
   }
 }
@@ -92,7 +91,7 @@ export class DryRunService {
     }
     if (body.configuration) return body.configuration;
     if (!wf.configuration) {
-      throw new AppError(400, 'INVALID_WORKFLOW_CONFIG', 'The workflow has no configuration yet; pass the draft as `configuration`', { field: 'configuration' });
+      throw invalid('The workflow has no configuration yet; pass the draft as `configuration`', 'configuration', 'INVALID_WORKFLOW_CONFIG');
     }
     // Stored configurations were valid when written; rules may have tightened since (as on activate).
     return parseInput(z.object({ configuration: WorkflowConfiguration }), { configuration: wf.configuration }, classifyWorkflowIssue).configuration;
