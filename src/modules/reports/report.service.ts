@@ -30,7 +30,18 @@ export const REPORT_CONTENT_TYPES = { csv: 'text/csv; charset=utf-8', json: 'app
 const EXTENSIONS = { csv: 'csv', json: 'ndjson', xlsx: 'xlsx' } as const;
 
 /** A file still being generated: worth asking again in a few seconds. */
-const notReady = (code: string, message: string) => new DomainError('conflict', code, message, { retryAfterSeconds: 5 });
+/**
+ * Refuses the download of a job's file that is not there: still being written (409 with
+ * Retry-After), failed (409, no file) or past `expires_at` (410, even before the sweep).
+ */
+function requireFile(kind: 'export' | 'report', r: AnalyticsExport | Report): void {
+  const prefix = kind.toUpperCase();
+  if (r.status === 'processing' || r.status === 'generating') {
+    throw new DomainError('conflict', `${prefix}_NOT_READY`, `The ${kind} is still ${r.status}`, { retryAfterSeconds: 5 });
+  }
+  if (r.status === 'failed') throw conflict(`${prefix}_NOT_READY`, `The ${kind} failed and has no file: ${r.errorMessage ?? 'unknown error'}`);
+  if (r.status === 'expired' || (r.expiresAt && r.expiresAt <= new Date())) throw gone(`${prefix}_EXPIRED`, `The ${kind} file has expired`);
+}
 
 type ExportRequest = z.output<typeof ExportIn>;
 type ReportRequest = z.output<typeof ReportIn>;
@@ -111,9 +122,7 @@ export class ReportService {
 
   async downloadExport(ctx: Context, organizationId: string, id: string): Promise<void> {
     const r = await this.findExport(organizationId, id);
-    if (r.status === 'processing') throw notReady('EXPORT_NOT_READY', 'The export is still processing');
-    if (r.status === 'failed') throw conflict('EXPORT_NOT_READY', `The export failed and has no file: ${r.errorMessage ?? 'unknown error'}`);
-    if (r.status === 'expired' || (r.expiresAt && r.expiresAt <= new Date())) throw gone('EXPORT_EXPIRED', 'The export file has expired');
+    requireFile('export', r);
     const filename = `${r.dataType}-${r.createdAt.toISOString().slice(0, 10)}-${r.id}.${EXTENSIONS[r.format]}`;
     if (r.includeMetadata && r.format !== 'xlsx') {
       const m = exportMetadata(r);
@@ -277,9 +286,7 @@ export class ReportService {
 
   async downloadReport(ctx: Context, organizationId: string, id: string): Promise<void> {
     const r = await this.findReport(organizationId, id);
-    if (r.status === 'generating') throw notReady('REPORT_NOT_READY', 'The report is still generating');
-    if (r.status === 'failed') throw conflict('REPORT_NOT_READY', `The report failed and has no file: ${r.errorMessage ?? 'unknown error'}`);
-    if (r.status === 'expired' || (r.expiresAt && r.expiresAt <= new Date())) throw gone('REPORT_EXPIRED', 'The report file has expired');
+    requireFile('report', r);
     await this.sendFile(ctx, r.fileKey!, `${slug(r.name)}-${r.id}.${r.format}`, REPORT_CONTENT_TYPES[r.format]);
   }
 
