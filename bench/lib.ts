@@ -12,7 +12,8 @@ import { Session } from 'node:inspector/promises';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { findOrInstallTemporalCli } from '../scripts/lib/temporal-cli';
-import { ensureSearchAttributes, startTemporalDevServer } from '../scripts/lib/temporal-dev-server';
+import { ensureSearchAttributes } from '../src/temporal-search-attributes';
+import { startTemporalDevServer } from '../scripts/lib/temporal-dev-server';
 import { temporalAnswersAt } from '../src/temporal-client';
 import { dropDatabase, ensureDatabase } from '../src/db/orm';
 

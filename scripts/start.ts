@@ -18,7 +18,8 @@ import { createLogger } from '../src/logger';
 import { temporalAnswersAt } from '../src/temporal-client';
 import { searchAttributeCliArgs } from '../temporal/shared';
 import { findOrInstallTemporalCli } from './lib/temporal-cli';
-import { ensureSearchAttributes, startTemporalDevServer } from './lib/temporal-dev-server';
+import { ensureSearchAttributes } from '../src/temporal-search-attributes';
+import { startTemporalDevServer } from './lib/temporal-dev-server';
 
 // The same JSON lines as the service it starts, so the console reads in one format.
 const logger = createLogger('info').child({ component: 'start' });

@@ -25,10 +25,12 @@ import { oauthMiddleware } from './modules/oauth/oauth-server';
 import { registerOAuthDocs } from './modules/oauth/oauth.docs';
 import { customerRoutes } from './modules/customers/customer.routes';
 import { executionRoutes } from './modules/executions/execution.routes';
+import { inboundRoutes } from './modules/inbound/message.routes';
 import { replayRoutes } from './modules/replays/replay.routes';
+import { dryRunRoutes } from './modules/dry-runs/dry-run.routes';
 import { knowledgeBaseRoutes } from './modules/knowledge-bases/knowledge-base.routes';
 import { reportRoutes } from './modules/reports/report.routes';
-import { registerTriggerReceiverDocs, triggerReceiverRouter } from './modules/triggers/trigger-receiver';
+import { registerTriggerReceiverDocs, triggerReceiverRouter } from './modules/inbound/trigger-receiver';
 import { triggerRoutes } from './modules/triggers/trigger.routes';
 import { workflowRoutes } from './modules/workflows/workflow.routes';
 import { webhookRoutes } from './modules/webhooks/webhook.routes';
@@ -43,6 +45,8 @@ export const ROUTE_FACTORIES: Array<(s: Services) => AnyRoute[]> = [
   workflowRoutes,
   webhookRoutes,
   triggerRoutes,
+  // Before executionRoutes: keeps the document's path order (POST /v1/messages came first there).
+  inboundRoutes,
   executionRoutes,
   customerRoutes,
   knowledgeBaseRoutes,
@@ -52,6 +56,7 @@ export const ROUTE_FACTORIES: Array<(s: Services) => AnyRoute[]> = [
   oauthClientRoutes,
   reportRoutes,
   replayRoutes,
+  dryRunRoutes,
 ];
 
 /** Routers outside /v1 that every app mounts (receivers that authenticate requests their own way). */

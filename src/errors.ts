@@ -5,7 +5,18 @@
  * Temporal activities map them to their own failure types (temporal/).
  */
 
-export type DomainErrorKind = 'invalid' | 'not_found' | 'conflict' | 'unprocessable';
+/**
+ * `gone`: it existed and no longer does (an expired file); `unavailable`: a system the
+ * operation needs (the scheduler) refused or did not answer, and nothing was changed.
+ */
+export type DomainErrorKind = 'invalid' | 'not_found' | 'conflict' | 'gone' | 'unprocessable' | 'unavailable';
+
+export interface DomainErrorExtra {
+  field?: string;
+  details?: string;
+  /** Trying again may succeed after this many seconds (a file still being generated, a dependency down). */
+  retryAfterSeconds?: number;
+}
 
 export class DomainError extends Error {
   constructor(
@@ -13,7 +24,7 @@ export class DomainError extends Error {
     /** The contract's code: WORKFLOW_NOT_FOUND, TRIGGER_NOT_ACTIVE, ... */
     readonly code: string,
     message: string,
-    readonly extra: { field?: string; details?: string } = {},
+    readonly extra: DomainErrorExtra = {},
   ) {
     super(message);
     this.name = 'DomainError';
@@ -29,3 +40,8 @@ export const notFound = (code: string, what: string, field?: string) => new Doma
 export const conflict = (code: string, message: string, field?: string) => new DomainError('conflict', code, message, withField(field));
 
 export const unprocessable = (code: string, message: string, field?: string) => new DomainError('unprocessable', code, message, withField(field));
+
+export const gone = (code: string, message: string) => new DomainError('gone', code, message);
+
+export const unavailable = (code: string, message: string, retryAfterSeconds: number) =>
+  new DomainError('unavailable', code, message, { retryAfterSeconds });

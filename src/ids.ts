@@ -37,6 +37,7 @@ export const ID_PREFIX = {
   export: 'exp',
   report: 'rpt',
   replay: 'rpl',
+  dryRun: 'dry',
 } as const;
 
 export function newId(kind: keyof typeof ID_PREFIX): string {

@@ -15,7 +15,7 @@ import { purgeExpiredOAuthModels } from './modules/oauth/oauth-adapter';
 import { ensureFileExpirySchedule } from './modules/reports/file-expiry';
 import { createActivities } from '../temporal/activities';
 import { createWorker, installTemporalRuntime, runWorker, type RunningWorker } from '../temporal/worker';
-import { ensureSearchAttributes } from '../scripts/lib/temporal-dev-server';
+import { ensureSearchAttributes } from './temporal-search-attributes';
 
 type Role = 'api' | 'worker' | 'all';
 

@@ -69,7 +69,8 @@ export interface ExecutionWorkflowInput {
   infraRetryMs?: number;
 }
 
-export type ExecutionOutcome = 'success' | 'failed' | 'cancelled';
+/** `waiting_for_input` only ends a dry run: its recorded replies ran out at a form. */
+export type ExecutionOutcome = 'success' | 'failed' | 'cancelled' | 'waiting_for_input';
 
 export interface ExecutionWorkflowResult {
   status: ExecutionOutcome;
@@ -83,6 +84,17 @@ export interface CustomerReply {
   messageId: string;
   text: string;
 }
+
+/**
+ * How a run acts. `live`: the execution of a conversation. `dry_run`: a replay of a
+ * recorded execution against another configuration, fed with that execution's recorded
+ * replies in order instead of waiting for signals; its activities are the same code built
+ * with a sink that sends and counts nothing, registered under DRY_RUN_ACTIVITY_PREFIX.
+ */
+export type RunMode = { kind: 'live' } | { kind: 'dry_run'; dryRunId: string; replies: CustomerReply[] };
+
+/** Activity names of the execution activities built with a dry run's sink: `dryRun_runMessageNode`, ... */
+export const DRY_RUN_ACTIVITY_PREFIX = 'dryRun_';
 export const customerReplySignal = defineSignal<[CustomerReply]>('customerReply');
 
 /** Where the execution is: the node it runs and whether it waits for a reply. */

@@ -1,13 +1,11 @@
 /**
  * Owns running a Temporal dev server (`temporal server start-dev`) as a child process on
- * given ports with a SQLite file, and registering our custom search attributes on any
- * Temporal server (the dev server gets them as flags; an external one through the
- * operator service).
+ * given ports with a SQLite file. It gets our custom search attributes as flags; any other
+ * server through `ensureSearchAttributes` (src/temporal-search-attributes.ts).
  */
 import { spawn } from 'node:child_process';
-import { Connection, isGrpcServiceError } from '@temporalio/client';
-import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
-import { SEARCH_ATTRIBUTES, searchAttributeCliArgs } from '../../temporal/shared';
+import { Connection } from '@temporalio/client';
+import { searchAttributeCliArgs } from '../../temporal/shared';
 
 export interface DevServerOptions {
   /** Path of the `temporal` CLI (see findOrInstallTemporalCli). */
@@ -32,10 +30,6 @@ export interface DevServer {
   /** SIGKILL at once, as a crash would (the outage drill, `npm run chaos`). */
   kill(): Promise<void>;
 }
-
-const GRPC_ALREADY_EXISTS = 6;
-
-type IndexedValueType = NonNullable<ReturnType<typeof encodeSearchAttributeIndexedValueType>>;
 
 /** The server process died before serving (as opposed to never answering). */
 class ExitedDuringStartError extends Error {}
@@ -144,33 +138,4 @@ async function waitUntilServing(address: string, namespace: string, timeoutMs: n
     }
   }
   throw new Error(`temporal dev server on ${address} did not answer within ${timeoutMs} ms: ${String(lastError)}`);
-}
-
-/**
- * Registers every custom search attribute on `namespace` that is not there yet. For an
- * external server (TEMPORAL_ADDRESS): the dev servers we start get them as flags. Throws if
- * an attribute exists with another type, since workflows would then fail to start.
- */
-export async function ensureSearchAttributes(target: Connection | string, namespace: string): Promise<void> {
-  const connection = typeof target === 'string' ? await Connection.connect({ address: target }) : target;
-  try {
-    const existing = await connection.operatorService.listSearchAttributes({ namespace });
-    const missing: Record<string, IndexedValueType> = {};
-    for (const key of SEARCH_ATTRIBUTES) {
-      const want = encodeSearchAttributeIndexedValueType(key.type);
-      if (want === undefined) throw new Error(`unknown search attribute type ${key.type}`);
-      const have = existing.customAttributes?.[key.name] ?? existing.systemAttributes?.[key.name];
-      if (have === undefined || have === null) missing[key.name] = want;
-      else if (have !== want) throw new Error(`search attribute ${key.name} exists with another type (${have})`);
-    }
-    if (Object.keys(missing).length === 0) return;
-    try {
-      await connection.operatorService.addSearchAttributes({ namespace, searchAttributes: missing });
-    } catch (err) {
-      // Another process (a second worker or API starting alongside) may have won the race.
-      if (!(isGrpcServiceError(err) && err.code === GRPC_ALREADY_EXISTS)) throw err;
-    }
-  } finally {
-    if (typeof target === 'string') await connection.close();
-  }
 }

@@ -4,10 +4,7 @@
  * Everything else becomes a generic 500 (or a 503 for an unavailable dependency; see
  * middleware.ts).
  */
-import { DomainError, type DomainErrorKind, invalid } from '../errors';
-
-// The domain's constructors, for modules written before the domain had its own errors.
-export { conflict, notFound } from '../errors';
+import { DomainError, type DomainErrorKind } from '../errors';
 
 export interface ErrorBody {
   code: string;
@@ -37,15 +34,22 @@ export class AppError extends Error {
   }
 }
 
-export const badRequest = invalid;
-
-const STATUS_OF: Record<DomainErrorKind, number> = { invalid: 400, not_found: 404, conflict: 409, unprocessable: 422 };
+const STATUS_OF: Record<DomainErrorKind, number> = { invalid: 400, not_found: 404, conflict: 409, gone: 410, unprocessable: 422, unavailable: 503 };
 
 /** The HTTP error a client sees for `err`, or undefined when it is not one it may see. */
 export function toHttpError(err: unknown): AppError | undefined {
   if (err instanceof AppError) return err;
-  if (err instanceof DomainError) return new AppError(STATUS_OF[err.kind], err.code, err.message, err.extra);
-  return undefined;
+  if (!(err instanceof DomainError)) return undefined;
+  const { field, details, retryAfterSeconds } = err.extra;
+  const extra: AppError['extra'] = {};
+  if (field !== undefined) extra.field = field;
+  if (details !== undefined) extra.details = details;
+  if (retryAfterSeconds !== undefined) {
+    extra.headers = { 'Retry-After': String(retryAfterSeconds) };
+    // A 503 says it in the body too, as SERVICE_UNAVAILABLE does; a 409 *_NOT_READY only in the header.
+    if (err.kind === 'unavailable') extra.retryAfter = retryAfterSeconds;
+  }
+  return new AppError(STATUS_OF[err.kind], err.code, err.message, extra);
 }
 
 /** Formats a zod-style path as the contract's dotted field: `configuration.nodes[0].content`. */

@@ -13,6 +13,10 @@
  * dispatched before the cancel). A send already in flight when the cancel lands is not
  * recalled.
  *
+ * Everything they deliver or record goes through the `ExecutionSink` they are built with
+ * (src/modules/executions/execution-sink.ts): live, or a dry run's that sends and counts
+ * nothing. This file imports neither the channel adapter's delivery nor the recorder.
+ *
  * Final failures are ApplicationFailures of the types in ExecutionErrorTypes; the workflow
  * maps them to the execution's error_type. Whether a failure is retried is decided here,
  * by temporal/failures.ts: our own infrastructure being unavailable is waited out (up to
@@ -25,19 +29,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Services } from '../../src/services';
 import { failpoint } from '../../src/failpoints';
 import { endpointsFromConfig, ProviderError } from '../../src/failures';
-import { channelAdapterFor, ChannelRejectedError } from '../../src/modules/executions/channel-adapter';
-import {
-  clearWaiting,
-  closeWait,
-  type Completion,
-  type ExecutionContext,
-  findStepOutput,
-  finishExecution,
-  insertStep,
-  loadNodeState,
-  openWait,
-  storeOutboundMessage,
-} from '../../src/modules/executions/execution.recorder';
+import { ChannelRejectedError } from '../../src/modules/executions/channel-adapter';
+import type { ExecutionContext, ExecutionSink, RunCompletion, SinkMessage, StepRecord } from '../../src/modules/executions/execution-sink';
 import {
   KnowledgeBaseMissingError,
   ModelRejectedError,
@@ -79,10 +72,14 @@ const scoresOf = (fields: FormNodeSpec['fields'], answers: Record<string, string
   return scores ? { scores } : {};
 };
 
-export function createExecutionActivities(deps: { services: Services }) {
-  const { services } = deps;
+/**
+ * Builds the execution activities over `sink`, the only thing they deliver and record
+ * through (see execution-sink.ts). The worker builds them twice: with the live sink under
+ * the plain names, and with a dry run's sink under DRY_RUN_ACTIVITY_PREFIX names.
+ */
+export function createExecutionActivities(deps: { services: Services; sink: ExecutionSink }) {
+  const { services, sink } = deps;
   const em = () => services.orm.em.fork() as EntityManager;
-  const adapter = channelAdapterFor(services.config);
   const policy: FailurePolicy = {
     waits: dependencyWaitsFor(services.metrics.registry),
     endpoints: endpointsFromConfig(services.config),
@@ -92,35 +89,33 @@ export function createExecutionActivities(deps: { services: Services }) {
   const completionPolicy: FailurePolicy = { ...policy, infraRetryMs: Infinity };
 
   /**
+   * A dry run's context must never reach the live sink, nor a live one a dry run's: a
+   * workflow that picked the wrong activity names fails at once instead of acting.
+   */
+  const checkMode = (ctx: ExecutionContext) => {
+    if ((ctx.dryRunId !== undefined) !== (sink.mode === 'dry_run')) {
+      throw ApplicationFailure.nonRetryable(
+        `execution ${ctx.executionId}: ${ctx.dryRunId ? 'dry-run' : 'live'} context refused by the ${sink.mode} activities`,
+        ExecutionErrorTypes.validation,
+      );
+    }
+  };
+
+  /**
    * The step an earlier attempt recorded (returned as is), else a check that the execution
    * still runs: one round trip for both.
    */
   const doneOrRunning = async (ctx: ExecutionContext, nodeId: string): Promise<Record<string, unknown> | undefined> => {
-    const state = await loadNodeState(em(), ctx.executionId, nodeId);
+    const state = await sink.nodeState(ctx, nodeId);
     if (state.output) return state.output;
-    if (state.status !== 'running') throw notRunning(ctx, `node ${nodeId}`);
+    if (!state.running) throw notRunning(ctx, `node ${nodeId}`);
     return undefined;
   };
 
-  const externalIdOf = async (ctx: ExecutionContext): Promise<string | null> => {
-    if (!ctx.customerId) return null;
-    const [row] = await em().execute<Array<{ external_id: string }>>('select external_id from customers where id = ?', [ctx.customerId]);
-    return row?.external_id ?? null;
-  };
-
-  /** Delivers through the channel adapter; a provider's final refusal becomes a non-retryable api error. */
-  const deliver = async (ctx: ExecutionContext, dedupeKey: string, nodeId: string, text: string) => {
+  /** Delivers through the sink; a provider's final refusal becomes a non-retryable api error. */
+  const deliver = async (ctx: ExecutionContext, msg: SinkMessage) => {
     try {
-      await adapter.deliver({
-        dedupeKey,
-        organizationId: ctx.organizationId,
-        channel: ctx.channel,
-        customerId: ctx.customerId,
-        externalId: adapter.name === 'http' ? await externalIdOf(ctx) : null,
-        executionId: ctx.executionId,
-        nodeId,
-        text,
-      });
+      await sink.deliver(ctx, msg);
     } catch (err) {
       if (err instanceof ChannelRejectedError) throw ApplicationFailure.nonRetryable(err.message, ExecutionErrorTypes.api);
       throw new ProviderError('channel', `channel provider: ${(err as Error).message}`, { cause: err });
@@ -133,13 +128,9 @@ export function createExecutionActivities(deps: { services: Services }) {
     step: { nodeId: string; type: string; startedAt: number; input: Record<string, unknown>; output: Record<string, unknown> },
     text: string,
   ) => {
-    const dedupeKey = `${ctx.executionId}:${step.nodeId}`;
-    await deliver(ctx, dedupeKey, step.nodeId, text);
-    await em().transactional(async (tx) => {
-      await storeOutboundMessage(tx as EntityManager, ctx, { dedupeKey, nodeId: step.nodeId, text });
-      await insertStep(tx as EntityManager, ctx, { ...step, status: 'completed', startedAt: new Date(step.startedAt) });
-    });
-    return (await findStepOutput(em(), ctx.executionId, step.nodeId)) ?? step.output;
+    const msg = { dedupeKey: `${ctx.executionId}:${step.nodeId}`, nodeId: step.nodeId, text };
+    await deliver(ctx, msg);
+    return await sink.recordSentStep(ctx, msg, { ...step, status: 'completed', startedAt: new Date(step.startedAt) });
   };
 
   const impl = {
@@ -210,10 +201,11 @@ export function createExecutionActivities(deps: { services: Services }) {
     async sendFormPrompt(input: { ctx: ExecutionContext; nodeId: string; field: string; attempt: number; text: string }): Promise<void> {
       const { ctx, nodeId, field, attempt, text } = input;
       const waitKey = formWaitKey(ctx.executionId, nodeId, field, attempt);
-      const opened = await em().transactional((tx) => openWait(tx as EntityManager, ctx, { nodeId, field, waitKey }));
+      const opened = await sink.openWait(ctx, { nodeId, field, waitKey });
       if (opened === 'not_running') throw notRunning(ctx, `prompt ${waitKey}`);
-      await deliver(ctx, waitKey, nodeId, text);
-      await em().transactional((tx) => storeOutboundMessage(tx as EntityManager, ctx, { dedupeKey: waitKey, nodeId, text }));
+      const msg = { dedupeKey: waitKey, nodeId, text };
+      await deliver(ctx, msg);
+      await sink.recordPrompt(ctx, msg);
     },
 
     /**
@@ -223,7 +215,7 @@ export function createExecutionActivities(deps: { services: Services }) {
     async closeFormWait(input: { ctx: ExecutionContext; nodeId: string; field: string; attempt: number }): Promise<{ reply: CustomerReply | null }> {
       const { ctx, nodeId, field, attempt } = input;
       const waitKey = formWaitKey(ctx.executionId, nodeId, field, attempt);
-      const closed = await em().transactional((tx) => closeWait(tx as EntityManager, ctx, waitKey));
+      const closed = await sink.closeWait(ctx, waitKey);
       if (closed.state === 'not_running') throw notRunning(ctx, `wait ${waitKey}`);
       return { reply: closed.state === 'claimed' ? closed.reply : null };
     },
@@ -234,56 +226,53 @@ export function createExecutionActivities(deps: { services: Services }) {
       startedAt,
       answers,
     }: NodeActivityInput<FormNodeSpec> & { answers: Record<string, string> }): Promise<void> {
-      await em().transactional(async (tx) => {
-        // Locked, so a cancel cannot slip in between the check and the step.
-        const [exec] = await tx.execute<Array<{ status: string }>>('select status from executions where id = ? for update', [ctx.executionId]);
-        if (exec?.status !== 'running') throw notRunning(ctx, `step ${node.id}`);
-        await insertStep(tx as EntityManager, ctx, {
-          nodeId: node.id,
-          type: 'form',
-          status: 'completed',
-          startedAt: new Date(startedAt),
-          input: { fields: node.fields.map((f) => f.name) },
-          output: { form_data: answers, ...scoresOf(node.fields, answers) },
-        });
-        await clearWaiting(tx as EntityManager, ctx);
+      const recorded = await sink.recordFormStep(ctx, {
+        nodeId: node.id,
+        type: 'form',
+        status: 'completed',
+        startedAt: new Date(startedAt),
+        input: { fields: node.fields.map((f) => f.name) },
+        output: { form_data: answers, ...scoresOf(node.fields, answers) },
       });
+      if (recorded === 'not_running') throw notRunning(ctx, `step ${node.id}`);
     },
 
     /** Records the failed step (if a node failed) and the final status, once. */
     async completeExecution(input: {
       ctx: ExecutionContext;
-      completion: Completion;
+      completion: RunCompletion;
       failedStep?: { nodeId: string; type: string; startedAt: number; input: Record<string, unknown> };
     }): Promise<boolean> {
       const { ctx, completion, failedStep } = input;
-      const finished = await em().transactional(async (tx) => {
-        if (failedStep) {
-          await insertStep(tx as EntityManager, ctx, {
-            ...failedStep,
-            status: 'failed',
-            startedAt: new Date(failedStep.startedAt),
-            output: {},
-            ...(completion.errorType ? { errorType: completion.errorType } : {}),
-            ...(completion.errorMessage ? { errorMessage: completion.errorMessage } : {}),
-          });
-        }
-        return await finishExecution(tx as EntityManager, ctx.executionId, completion);
-      });
+      const step: StepRecord | undefined = failedStep && {
+        ...failedStep,
+        status: 'failed',
+        startedAt: new Date(failedStep.startedAt),
+        output: {},
+        ...(completion.errorType ? { errorType: completion.errorType } : {}),
+        ...(completion.errorMessage ? { errorMessage: completion.errorMessage } : {}),
+      };
+      const finished = await sink.complete(ctx, completion, step);
       // Crash tests die here: the finish is committed, Temporal has not recorded it, so it runs again.
       failpoint(services.config, 'execution.after_finish');
       return finished;
     },
   };
 
-  type In<K extends keyof typeof impl> = Parameters<(typeof impl)[K]>[0];
+  /** Every activity checks the mode first, then runs under its failure policy. */
+  const activity =
+    <I extends { ctx: ExecutionContext }, O>(body: (i: I) => Promise<O>, budget: ProviderBudget | undefined, p: FailurePolicy = policy) =>
+    async (i: I): Promise<O> => {
+      checkMode(i.ctx);
+      return await runWithFailurePolicy(p, budget, () => body(i));
+    };
   return {
-    runMessageNode: (i: In<'runMessageNode'>) => runWithFailurePolicy(policy, NODE_PROVIDER_BUDGET, () => impl.runMessageNode(i)),
-    runAiResponseNode: (i: In<'runAiResponseNode'>) => runWithFailurePolicy(policy, AI_PROVIDER_BUDGET, () => impl.runAiResponseNode(i)),
-    sendFormPrompt: (i: In<'sendFormPrompt'>) => runWithFailurePolicy(policy, NODE_PROVIDER_BUDGET, () => impl.sendFormPrompt(i)),
-    closeFormWait: (i: In<'closeFormWait'>) => runWithFailurePolicy(policy, NODE_PROVIDER_BUDGET, () => impl.closeFormWait(i)),
-    recordFormStep: (i: In<'recordFormStep'>) => runWithFailurePolicy(policy, NODE_PROVIDER_BUDGET, () => impl.recordFormStep(i)),
-    completeExecution: (i: In<'completeExecution'>) => runWithFailurePolicy(completionPolicy, undefined, () => impl.completeExecution(i)),
+    runMessageNode: activity(impl.runMessageNode, NODE_PROVIDER_BUDGET),
+    runAiResponseNode: activity(impl.runAiResponseNode, AI_PROVIDER_BUDGET),
+    sendFormPrompt: activity(impl.sendFormPrompt, NODE_PROVIDER_BUDGET),
+    closeFormWait: activity(impl.closeFormWait, NODE_PROVIDER_BUDGET),
+    recordFormStep: activity(impl.recordFormStep, NODE_PROVIDER_BUDGET),
+    completeExecution: activity(impl.completeExecution, undefined, completionPolicy),
   };
 }
 

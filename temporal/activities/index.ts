@@ -4,7 +4,9 @@
  * arrive through `deps` so tests can build activities against their own services.
  */
 import { createConnectivityActivities } from './connectivity.activities';
+import { createDryRunActivities } from './dry-runs.activities';
 import { createExecutionActivities } from './executions.activities';
+import { liveExecutionSink } from '../../src/modules/executions/execution-sink';
 import { createReportActivities } from './reports.activities';
 import { createReplayActivities } from './replays.activities';
 import { createTriggerActivities } from './triggers.activities';
@@ -20,11 +22,12 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createConnectivityActivities(),
-    ...createExecutionActivities({ services: deps.services }),
+    ...createExecutionActivities({ services: deps.services, sink: liveExecutionSink(deps.services) }),
     ...createTriggerActivities({ services: deps.services }),
     ...createWebhookActivities({ services: deps.services }),
     ...createReportActivities({ services: deps.services }),
     ...createReplayActivities({ services: deps.services }),
+    ...createDryRunActivities({ services: deps.services }),
   };
 }
 

@@ -14,6 +14,11 @@
  * see it), or cancelled (cancellation of the run). A node activity that finds the
  * execution already cancelled in PostgreSQL (the cancel did not reach the run in time)
  * stops the run at once, sending nothing; the run then completes with status `cancelled`.
+ *
+ * `runExecution` is the walk itself, shared with dry runs (dry-run.workflow.ts): in mode
+ * `dry_run` it calls the same activities under DRY_RUN_ACTIVITY_PREFIX names (built with a
+ * sink that sends and counts nothing), takes the form replies from the recorded ones in
+ * order instead of waiting, and ends `waiting_for_input` when they run out.
  */
 import {
   ActivityFailure,
@@ -31,6 +36,7 @@ import {
   type CustomerReply,
   customerReplySignal,
   DEFAULT_FORM_TIMEOUT_SECONDS,
+  DRY_RUN_ACTIVITY_PREFIX,
   ExecutionErrorTypes,
   type ExecutionNodeSpec,
   executionProgressQuery,
@@ -39,6 +45,7 @@ import {
   type ExecutionWorkflowResult,
   FORM_MAX_ATTEMPTS,
   type FormNodeSpec,
+  type RunMode,
   validateFormReply,
 } from '../executions.shared';
 import { ACTIVITY_DECIDES_RETRY, FailureTypes } from '../failure-types';
@@ -50,27 +57,26 @@ const DEFAULT_INFRA_RETRY_MS = 3_600_000;
 /** Beyond the infrastructure budget: room for the last attempts (a hung attempt still ends). */
 const SCHEDULE_MARGIN_MS = 600_000;
 
+/** The same activity proxy under `prefix`ed activity names (a dry run's activities). */
+function renamed<A extends object>(acts: A, prefix: string): A {
+  if (prefix === '') return acts;
+  return new Proxy(acts, { get: (target, name) => Reflect.get(target, typeof name === 'string' ? prefix + name : name) });
+}
+
 /**
  * Node activities decide their own retries (temporal/failures.ts): an outage of our own
  * PostgreSQL or Redis is waited out for the configured hours, a provider error gets the
  * node's bounded budget. The policy here only sets no limit; schedule-to-close bounds a
  * node that keeps timing out (a hung database) to the same hours.
  */
-function nodeActivities(infraRetryMs: number) {
+function nodeActivities(infraRetryMs: number, prefix: string) {
   const scheduleToCloseTimeout = infraRetryMs + SCHEDULE_MARGIN_MS;
+  const retry = { ...ACTIVITY_DECIDES_RETRY, nonRetryableErrorTypes: NON_RETRYABLE };
   return {
     /** A send is seconds. */
-    nodeActs: proxyActivities<ExecutionActivities>({
-      startToCloseTimeout: '10 seconds',
-      scheduleToCloseTimeout,
-      retry: { ...ACTIVITY_DECIDES_RETRY, nonRetryableErrorTypes: NON_RETRYABLE },
-    }),
+    nodeActs: renamed(proxyActivities<ExecutionActivities>({ startToCloseTimeout: '10 seconds', scheduleToCloseTimeout, retry }), prefix),
     /** ai_response may wait on a model endpoint. */
-    aiActs: proxyActivities<ExecutionActivities>({
-      startToCloseTimeout: '45 seconds',
-      scheduleToCloseTimeout,
-      retry: { ...ACTIVITY_DECIDES_RETRY, nonRetryableErrorTypes: NON_RETRYABLE },
-    }),
+    aiActs: renamed(proxyActivities<ExecutionActivities>({ startToCloseTimeout: '45 seconds', scheduleToCloseTimeout, retry }), prefix),
   };
 }
 /**
@@ -79,7 +85,7 @@ function nodeActivities(infraRetryMs: number) {
  * short transaction, so it skips a task-queue round trip (about a third of an execution's
  * scheduling cost) and its result is still recorded in history as a marker.
  */
-const finishActs = proxyLocalActivities<ExecutionActivities>({
+const finishActivities = proxyLocalActivities<ExecutionActivities>({
   startToCloseTimeout: '10 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes: [] },
 });
@@ -99,6 +105,16 @@ class NodeFailure extends Error {
 
 /** The execution was finished outside the run (cancelled through the API): stop, record nothing. */
 class ExecutionStopped extends Error {}
+
+/** A dry run reached a form with no recorded reply left: where the recorded conversation stops. */
+class RepliesExhausted extends Error {
+  constructor(
+    readonly node: ExecutionNodeSpec,
+    readonly field: string,
+  ) {
+    super(`no recorded reply left for "${field}"`);
+  }
+}
 
 const isNotRunning = (err: unknown): boolean =>
   err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === ExecutionErrorTypes.notRunning;
@@ -125,15 +141,23 @@ function nodeInput(node: ExecutionNodeSpec, question: string): Record<string, un
 }
 
 export async function executionWorkflow(input: ExecutionWorkflowInput): Promise<ExecutionWorkflowResult> {
-  const { nodeActs, aiActs } = nodeActivities(input.infraRetryMs ?? DEFAULT_INFRA_RETRY_MS);
+  return await runExecution(input, { kind: 'live' });
+}
+
+export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode): Promise<ExecutionWorkflowResult> {
+  // The one switch of a dry run: other activity names (another sink), a context they accept, recorded replies.
+  const prefix = mode.kind === 'dry_run' ? DRY_RUN_ACTIVITY_PREFIX : '';
+  const { nodeActs, aiActs } = nodeActivities(input.infraRetryMs ?? DEFAULT_INFRA_RETRY_MS, prefix);
+  const finishActs = renamed(finishActivities, prefix);
   const ctx = {
     executionId: input.executionId,
     organizationId: input.organizationId,
     workflowId: input.workflowId,
     channel: input.channel,
     customerId: input.customerId,
+    ...(mode.kind === 'dry_run' ? { dryRunId: mode.dryRunId } : {}),
   };
-  const replies: CustomerReply[] = [];
+  const replies: CustomerReply[] = mode.kind === 'dry_run' ? [...mode.replies] : [];
   const seenReplies = new Set<string>();
   const progress: ExecutionProgress = { nodeId: null, waitingForInput: false, stepsCompleted: 0 };
   setHandler(customerReplySignal, (reply) => {
@@ -149,6 +173,18 @@ export async function executionWorkflow(input: ExecutionWorkflowInput): Promise<
   let lastResponse: string | null = null;
   const formData: Record<string, Record<string, string>> = {};
 
+  /** Waits for the reply to prompt `attempt` up to the timeout; then settles a late claim in PostgreSQL. */
+  const awaitReply = async (node: FormNodeSpec, field: string, attempt: number, timeoutMs: number): Promise<boolean> => {
+    if (await condition(() => replies.length > 0, timeoutMs)) return true;
+    // The reply may have claimed the wait in PostgreSQL with its signal still on the way.
+    const late = await nodeActs.closeFormWait({ ctx, nodeId: node.id, field, attempt });
+    if (late.reply && !seenReplies.has(late.reply.messageId)) {
+      seenReplies.add(late.reply.messageId);
+      replies.push(late.reply);
+    }
+    return replies.length > 0;
+  };
+
   const collectForm = async (node: FormNodeSpec, startedAt: number) => {
     const timeoutMs = (node.timeout_seconds ?? DEFAULT_FORM_TIMEOUT_SECONDS) * 1000;
     const answers: Record<string, string> = {};
@@ -157,17 +193,10 @@ export async function executionWorkflow(input: ExecutionWorkflowInput): Promise<
       for (let attempt = 1; ; attempt++) {
         await nodeActs.sendFormPrompt({ ctx, nodeId: node.id, field: field.name, attempt, text: prompt });
         progress.waitingForInput = true;
-        let got = await condition(() => replies.length > 0, timeoutMs);
-        if (!got) {
-          // The reply may have claimed the wait in PostgreSQL with its signal still on the way.
-          const late = await nodeActs.closeFormWait({ ctx, nodeId: node.id, field: field.name, attempt });
-          if (late.reply && !seenReplies.has(late.reply.messageId)) {
-            seenReplies.add(late.reply.messageId);
-            replies.push(late.reply);
-          }
-          got = replies.length > 0;
-        }
+        // A dry run never waits: it has the recorded replies or nothing.
+        const got = mode.kind === 'dry_run' ? replies.length > 0 : await awaitReply(node, field.name, attempt, timeoutMs);
         progress.waitingForInput = false;
+        if (!got && mode.kind === 'dry_run') throw new RepliesExhausted(node, field.name);
         if (!got) throw new NodeFailure(node, startedAt, 'timeout', `no reply for "${field.name}" within ${timeoutMs / 1000} s`);
         const reply = replies.shift()!;
         lastCustomerText = reply.text;
@@ -228,7 +257,7 @@ export async function executionWorkflow(input: ExecutionWorkflowInput): Promise<
           await collectForm(node, startedAt);
         }
       } catch (err) {
-        if (isCancellation(err) || err instanceof NodeFailure) throw err;
+        if (isCancellation(err) || err instanceof NodeFailure || err instanceof RepliesExhausted) throw err;
         if (isNotRunning(err)) throw new ExecutionStopped();
         const { errorType, message } = classify(err);
         throw new NodeFailure(node, startedAt, errorType, message);
@@ -242,6 +271,14 @@ export async function executionWorkflow(input: ExecutionWorkflowInput): Promise<
     }
     // The row is already final (cancelled by the API); nothing to write, nothing more to send.
     if (err instanceof ExecutionStopped) return { status: 'cancelled', output: output('cancelled') };
+    if (err instanceof RepliesExhausted) {
+      const result: ExecutionWorkflowResult = {
+        status: 'waiting_for_input',
+        output: { ...output('wait_for_input'), node_id: err.node.id, field: err.field },
+      };
+      await finish(result);
+      return result;
+    }
     if (err instanceof NodeFailure) {
       const result: ExecutionWorkflowResult = {
         status: 'failed',

@@ -3,8 +3,10 @@
  * re-exported here, and only deterministic workflow code may be reachable from it.
  */
 export * from './connectivity.workflow';
-export * from './execution.workflow';
+// Not `export *`: runExecution is the walk shared with dry runs, not a workflow type.
+export { executionWorkflow } from './execution.workflow';
 export * from './scheduled-trigger.workflow';
 export * from './webhook-delivery.workflow';
 export * from './export.workflow';
 export * from './replay.workflow';
+export * from './dry-run.workflow';

@@ -71,7 +71,7 @@ describe('re-sending lost Temporal cancels', () => {
     expect(await stamp(id)).toBeNull();
     expect(await runStatus(id)).toBe('RUNNING');
     // Within the grace period the reconciler leaves it to the API's own attempt.
-    expect(await reconcileOnce(t.services, 600_000)).toEqual({ started: 0, redelivered: 0, cancelled: 0 });
+    expect(await reconcileOnce(t.services, 600_000)).toEqual({ started: 0, redelivered: 0, cancelled: 0, jobs: 0 });
     expect(await stamp(id)).toBeNull();
 
     const stop = runExecutionReconciler(t.services);
@@ -100,7 +100,7 @@ describe('re-sending lost Temporal cancels', () => {
 
     const getHandle = jest.spyOn(t.services.temporal.client.workflow, 'getHandle');
     try {
-      expect(await reconcileOnce(t.services, 0)).toEqual({ started: 0, redelivered: 0, cancelled: 0 });
+      expect(await reconcileOnce(t.services, 0)).toEqual({ started: 0, redelivered: 0, cancelled: 0, jobs: 0 });
       expect(getHandle).not.toHaveBeenCalled();
     } finally {
       getHandle.mockRestore();
@@ -109,7 +109,7 @@ describe('re-sending lost Temporal cancels', () => {
 
     // A pending cancel of a run that already closed (Temporal answers "not found") is done.
     await t.query('update executions set temporal_cancelled_at = null where id = ?', [id]);
-    expect(await reconcileOnce(t.services, 0)).toEqual({ started: 0, redelivered: 0, cancelled: 1 });
+    expect(await reconcileOnce(t.services, 0)).toEqual({ started: 0, redelivered: 0, cancelled: 1, jobs: 0 });
     expect(await stamp(id)).not.toBeNull();
     expect(await runStatus(id)).toBe('CANCELLED');
   });

@@ -117,7 +117,7 @@ describe('crash safety of executions', () => {
     expect(fired).toMatchObject({ trigger_id: triggerId, steps: [expect.objectContaining({ node_id: 'ack' })] });
 
     // Exactly once: further reconciler passes and a racing start change nothing.
-    expect(await reconcileOnce(t.services, 0)).toEqual({ started: 0, redelivered: 0, cancelled: 0 });
+    expect(await reconcileOnce(t.services, 0)).toEqual({ started: 0, redelivered: 0, cancelled: 0, jobs: 0 });
     for (const r of rows) {
       const runs: string[] = [];
       for await (const wf of t.services.temporal.client.workflow.list({ query: `WorkflowId = '${r.id}'` })) runs.push(wf.runId);

@@ -9,7 +9,7 @@ import { Client as PgClient } from 'pg';
 import Redis from 'ioredis';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { findOrInstallTemporalCli } from '../../scripts/lib/temporal-cli';
-import { ensureSearchAttributes } from '../../scripts/lib/temporal-dev-server';
+import { ensureSearchAttributes } from '../../src/temporal-search-attributes';
 import { SEARCH_ATTRIBUTES } from '../../temporal/shared';
 
 declare global {

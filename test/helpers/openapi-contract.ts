@@ -78,6 +78,13 @@ export class OpenApiContract {
     return this.operations.filter((o) => !this.exercised.has(o.operationId)).map((o) => `${o.operationId} (${o.method} ${o.template})`);
   }
 
+  /** Operations no request got a success (2xx or 3xx) from: their success bodies were never validated. */
+  withoutSuccess(): string[] {
+    return this.operations
+      .filter((o) => ![...(this.exercised.get(o.operationId) ?? [])].some((status) => status < 400))
+      .map((o) => `${o.operationId} (${o.method} ${o.template})`);
+  }
+
   /** Returns the problems of one served response (empty when it matches the document). */
   check(method: string, path: string, res: ServedResponse): string[] {
     const pathname = path.split('?')[0] ?? path;

@@ -134,6 +134,7 @@ const CALLS: Array<[string, () => Promise<unknown>]> = [
     expectStatus(await call('POST', `/v1/workflows/${s.workflow}/executions/${s.execution}/cancel`), 200);
     expectStatus(await call('POST', `/v1/workflows/${s.workflow}/executions/${s.execution}/cancel`), 409);
     const retried = expectStatus(await call('POST', `/v1/workflows/${s.workflow}/executions/${s.execution}/retry`), 201).data.id;
+    s.retried = retried;
     expectStatus(await call('GET', `/v1/workflows/${s.workflow}/executions/${s.execution}`), 200);
     // The retry asks again; a reply completes it, so a finished form execution is validated too.
     await waitForOutput(retried, 'wait_for_input');
@@ -145,6 +146,44 @@ const CALLS: Array<[string, () => Promise<unknown>]> = [
     expectStatus(await call('GET', '/v1/customers?channel=whatsapp'), 200);
     expectStatus(await call('GET', `/v1/customers/${s.customer}`), 200);
     expectStatus(await call('GET', `/v1/customers/${s.customer}/messages`), 200);
+  }],
+  ['dry runs', async () => {
+    const [hi, ask] = GREETER.configuration.nodes;
+    const draft = { ...GREETER.configuration, nodes: [{ ...hi, content: 'Hello there!' }, ask] };
+    const path = `/v1/workflows/${s.workflow}/dry-runs`;
+    const created = expectStatus(await call('POST', path, { body: { filter: { status: 'success' }, configuration: draft } }), 201).data;
+    await waitFor(async () => {
+      const res = await t.request.get(`${path}/${created.id}`).set(bearer(admin));
+      return res.body.data?.status === 'completed' || undefined;
+    }, 'dry run to complete');
+    expectStatus(await call('GET', `${path}/${created.id}`), 200);
+    expectStatus(await call('GET', `${path}?status=completed`), 200);
+    expectStatus(await call('GET', `${path}/dry_missing`), 404);
+    expectStatus(await call('POST', path, { body: { execution_ids: ['exec_missing'] } }), 404);
+    expectStatus(await call('POST', path, { body: { execution_ids: [s.execution], revision: 99 } }), 404);
+    expectStatus(await call('POST', path, { body: { execution_ids: [s.execution], configuration: { nodes: [] } } }), 400);
+    expectStatus(await call('POST', path, { body: { execution_ids: [s.execution], configuration: { nodes: [{ id: 'm', type: 'message' }] } } }), 422);
+  }],
+  ['bulk replays', async () => {
+    // A successful execution named by id is skipped: the replay completes without starting a conversation.
+    const created = expectStatus(await call('POST', '/v1/replays', { body: { filter: { execution_ids: [s.retried] }, rate_per_second: 10 } }), 201).data;
+    await waitFor(async () => {
+      const res = await t.request.get(`/v1/replays/${created.id}`).set(bearer(admin));
+      return res.body.data?.status === 'completed' || undefined;
+    }, 'replay to complete');
+    expectStatus(await call('GET', `/v1/replays/${created.id}`), 200);
+    expectStatus(await call('GET', '/v1/replays?status=completed'), 200);
+    expectStatus(await call('POST', `/v1/replays/${created.id}/cancel`), 409);
+    expectStatus(await call('GET', '/v1/replays/rpl_missing'), 404);
+    expectStatus(await call('POST', '/v1/replays', { body: { filter: { execution_ids: ['exec_missing'] } } }), 404);
+    expectStatus(await call('POST', '/v1/replays', { body: { filter: {} } }), 400);
+    // A replay still running (recorded as started, so no worker picks it up) to cancel.
+    await t.query(
+      `insert into replays (id, organization_id, filter, rate_per_second, revision, status, matched, cutoff, temporal_started_at)
+       select 'rpl_openapi', organization_id, filter, 5, 'current', 'running', 0, now(), now() from replays where id = ?`,
+      [created.id],
+    );
+    expectStatus(await call('POST', '/v1/replays/rpl_openapi/cancel'), 200);
   }],
   ['knowledge bases', async () => {
     const kb = expectStatus(await call('POST', '/v1/knowledge-bases', { body: { name: 'FAQ' } }), 201).data.id;
@@ -170,6 +209,14 @@ const CALLS: Array<[string, () => Promise<unknown>]> = [
     expectStatus(await call('POST', `/v1/webhooks/${hook}/test`, { body: { event_type: 'workflow.completed' } }), 200);
     expectStatus(await call('GET', `/v1/webhooks/${hook}/logs`), 200);
     expectStatus(await call('POST', `/v1/webhooks/${hook}/logs/whlog_missing/redeliver`), 404);
+    // A failed delivery of one of the organization's stored events, to redeliver.
+    await t.query(
+      `insert into webhook_logs (id, webhook_id, organization_id, event_id, event_type, status, response_code, response_time_ms, attempt)
+       select 'whlog_openapi', w.id, w.organization_id, e.id, e.type, 'failed', 500, 12, 1
+         from webhooks w join events e on e.organization_id = w.organization_id where w.id = ? limit 1`,
+      [hook],
+    );
+    expectStatus(await call('POST', `/v1/webhooks/${hook}/logs/whlog_openapi/redeliver`), 200);
     expectStatus(await call('DELETE', `/v1/webhooks/${hook}`), 200);
   }],
   ['triggers of every type', async () => {
@@ -384,6 +431,7 @@ test('the checker itself refuses an undocumented status, header or body', () => 
   expect(contract.check('GET', '/v1/me', { status: 200, headers: ok, text: JSON.stringify({ data: { ...me, permission: 'owner' } }) })[0]).toMatch(/body does not match/);
 });
 
-test('every documented operation was exercised (add the missing ones to CALLS)', () => {
+test('every documented operation was exercised, and answered a success at least once (add the missing ones to CALLS)', () => {
   expect(contract.unexercised()).toEqual([]);
+  expect(contract.withoutSuccess()).toEqual([]);
 });

@@ -35,5 +35,10 @@ describe('API with Temporal down', () => {
       [executionId],
     );
     expect(rows).toEqual([{ status: 'running', temporal_started_at: null }]);
+
+    // A dry run is recorded too and waits for the reconciler (as exports, reports and replays do).
+    const dryRun = await t.request.post(`/v1/workflows/${wf.body.data.id}/dry-runs`).set(bearer(key)).send({ execution_ids: [executionId] });
+    expect([dryRun.status, dryRun.body.data.status]).toEqual([201, 'pending']);
+    expect(await t.query('select status, temporal_started_at from dry_runs')).toEqual([{ status: 'pending', temporal_started_at: null }]);
   });
 });

@@ -55,6 +55,8 @@ describe('tenancy', () => {
     // Stays `running` too (no worker): a cancel by the stranger would change it.
     const replay = await ok(post('/v1/replays', { filter: { execution_ids: [ids.execution_id] } }));
     ids.replay_id = (replay as { data: { id: string } }).data.id;
+    const dryRun = await ok(post(`/v1/workflows/${ids.workflow_id}/dry-runs`, { execution_ids: [ids.execution_id] }));
+    ids.dry_run_id = (dryRun as { data: { id: string } }).data.id;
     const jwk = { kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo', kid: 'k1' };
     const app = await ok(post('/v1/applications', { name: 'Private app', scopes: ['workflows:read'], jwks: { keys: [jwk] } }));
     ids.application_id = (app as { data: { id: string } }).data.id;
@@ -88,6 +90,7 @@ describe('tenancy', () => {
           `/v1/analytics/export/${ids.export_id}`,
           `/v1/analytics/reports/${ids.report_id}`,
           `/v1/replays/${ids.replay_id}`,
+          `/v1/workflows/${ids.workflow_id}/dry-runs/${ids.dry_run_id}`,
         ].map(async (path) => {
           const res = await t.request.get(path).set(bearer(owner));
           expect({ path, status: res.status }).toEqual({ path, status: 200 });

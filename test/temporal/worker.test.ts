@@ -10,7 +10,7 @@ import { msToTs } from '@temporalio/common/lib/time';
 import { connectivityCheckWorkflow } from '../../temporal/workflows';
 import { createConnectivityActivities } from '../../temporal/activities/connectivity.activities';
 import { SEARCH_ATTRIBUTES, SearchAttributeKeys } from '../../temporal/shared';
-import { ensureSearchAttributes } from '../../scripts/lib/temporal-dev-server';
+import { ensureSearchAttributes } from '../../src/temporal-search-attributes';
 import { connectTestClient, startTestWorker, testRunId, uniqueTaskQueue, TEST_NAMESPACE } from '../helpers/temporal';
 import type { TemporalClient } from '../../src/temporal-client';
 

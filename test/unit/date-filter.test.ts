@@ -7,13 +7,13 @@ describe('date filters', () => {
     expect(dateFilter()).toEqual({});
   });
 
-  it('rejects an empty interval with 400 INVALID_DATE_RANGE on end_date', () => {
+  it('rejects an empty interval as invalid: INVALID_DATE_RANGE on end_date', () => {
     for (const [start, end] of [
       ['2026-11-23', '2026-11-22'],
       ['2026-11-22T10:00:00Z', '2026-11-22T10:00:00Z'],
       ['2026-11-23T00:00:00Z', '2026-11-22'],
     ] as const) {
-      expect(() => dateFilter(start, end)).toThrow(expect.objectContaining({ status: 400, code: 'INVALID_DATE_RANGE', extra: { field: 'end_date' } }));
+      expect(() => dateFilter(start, end)).toThrow(expect.objectContaining({ kind: 'invalid', code: 'INVALID_DATE_RANGE', extra: { field: 'end_date' } }));
     }
   });
 

@@ -17,6 +17,7 @@ import { Migration20261125000100_provider_message_ids } from './Migration2026112
 import { Migration20261125000400_reports_exports } from './Migration20261125000400_reports_exports';
 import { Migration20261125000500_replays } from './Migration20261125000500_replays';
 import { Migration20261126000100_job_starts } from './Migration20261126000100_job_starts';
+import { Migration20261126000200_dry_runs } from './Migration20261126000200_dry_runs';
 import { Migration20261127000100_deferred_rollups } from './Migration20261127000100_deferred_rollups';
 
 export const migrationsList = [
@@ -35,5 +36,6 @@ export const migrationsList = [
   { name: 'Migration20261125000400_reports_exports', class: Migration20261125000400_reports_exports },
   { name: 'Migration20261125000500_replays', class: Migration20261125000500_replays },
   { name: 'Migration20261126000100_job_starts', class: Migration20261126000100_job_starts },
+  { name: 'Migration20261126000200_dry_runs', class: Migration20261126000200_dry_runs },
   { name: 'Migration20261127000100_deferred_rollups', class: Migration20261127000100_deferred_rollups },
 ];

@@ -7,7 +7,7 @@
 import os from 'node:os';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from '../../http/zod';
-import { AppError, notFound } from '../../http/errors';
+import { invalid, notFound } from '../../errors';
 import type { Services } from '../../services';
 import { Workflow } from '../workflows/workflow.entity';
 import { type Granularity, resolvePeriod, successRatio } from '../metrics/execution-metrics';
@@ -335,7 +335,7 @@ export async function journey(em: EntityManager, organizationId: string, q: z.ou
   let rows: Array<{ reached: number; customer_id: string | null; t: Array<number | null>; reason: string; duration: number | null }>;
   let names: string[];
   if (q.journey_type === 'workflow') {
-    if (!q.workflow_id) throw new AppError(400, 'MISSING_REQUIRED_FIELD', 'workflow_id is required with journey_type=workflow', { field: 'workflow_id' });
+    if (!q.workflow_id) throw invalid('workflow_id is required with journey_type=workflow', 'workflow_id', 'MISSING_REQUIRED_FIELD');
     const wf = await requireWorkflow(em, organizationId, q.workflow_id);
     names = nodePathOrder(wf);
     const raw = await em.execute<Array<{ customer_id: string | null; nodes: Record<string, number> | null; reason: string; duration: number | null }>>(

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { API_KEY_PREFIX, hashApiKey } from '../../http/auth';
-import { notFound } from '../../http/errors';
+import { notFound } from '../../errors';
 import { type Page, offsetOf } from '../../http/pagination';
 import { newId } from '../../ids';
 import { Organization } from '../organizations/organization.entity';

@@ -8,7 +8,7 @@ import { createPublicKey, type JsonWebKey } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { JSONWebKeySet } from 'jose';
 import { flushOrConflict } from '../../db/flush';
-import { AppError, badRequest, conflict, notFound } from '../../http/errors';
+import { conflict, invalid, notFound } from '../../errors';
 import { offsetOf, type Page } from '../../http/pagination';
 import { newId } from '../../ids';
 import { checkUrlSyntax } from '../webhooks/webhook-target';
@@ -25,13 +25,13 @@ function checkJwks(jwks: JSONWebKeySet): JSONWebKeySet {
   const kids = new Set<string>();
   jwks.keys.forEach((key, i) => {
     const field = `jwks.keys[${i}]`;
-    if (PRIVATE_JWK_MEMBERS.some((m) => m in key)) throw badRequest('jwks must hold public keys only (private key members found)', field, 'INVALID_JWKS');
-    if (kids.has(key.kid!)) throw badRequest(`kid ${key.kid} appears twice`, `${field}.kid`, 'INVALID_JWKS');
+    if (PRIVATE_JWK_MEMBERS.some((m) => m in key)) throw invalid('jwks must hold public keys only (private key members found)', field, 'INVALID_JWKS');
+    if (kids.has(key.kid!)) throw invalid(`kid ${key.kid} appears twice`, `${field}.kid`, 'INVALID_JWKS');
     kids.add(key.kid!);
     try {
       createPublicKey({ key: key as JsonWebKey, format: 'jwk' });
     } catch (err) {
-      throw badRequest(`not a valid public key (${(err as Error).message})`, field, 'INVALID_JWKS');
+      throw invalid(`not a valid public key (${(err as Error).message})`, field, 'INVALID_JWKS');
     }
   });
   return jwks;
@@ -40,13 +40,13 @@ function checkJwks(jwks: JSONWebKeySet): JSONWebKeySet {
 /** HTTPS only and never a forbidden literal address; DNS is checked at fetch time, on the dialled address. */
 function checkJwksUri(raw: string, allowPrivate: boolean): string {
   const checked = checkUrlSyntax(raw, allowPrivate);
-  if (!('url' in checked)) throw new AppError(400, 'INVALID_JWKS_URI', checked.message.replace(/^url/, 'jwks_uri'), { field: 'jwks_uri' });
+  if (!('url' in checked)) throw invalid(checked.message.replace(/^url/, 'jwks_uri'), 'jwks_uri', 'INVALID_JWKS_URI');
   return checked.url.href;
 }
 
 function keySource(input: { jwks?: JSONWebKeySet | undefined; jwks_uri?: string | undefined }, allowPrivate: boolean) {
   if ((input.jwks === undefined) === (input.jwks_uri === undefined)) {
-    throw badRequest('Give exactly one of jwks and jwks_uri', input.jwks === undefined ? 'jwks' : 'jwks_uri', 'MISSING_REQUIRED_FIELD');
+    throw invalid('Give exactly one of jwks and jwks_uri', input.jwks === undefined ? 'jwks' : 'jwks_uri', 'MISSING_REQUIRED_FIELD');
   }
   return input.jwks !== undefined
     ? { jwks: checkJwks(input.jwks), jwksUri: null }

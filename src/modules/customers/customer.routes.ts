@@ -1,13 +1,11 @@
-/** Customers (created by inbound messages) and their conversation transcript. */
-import type { EntityManager } from '@mikro-orm/postgresql';
-import { notFound } from '../../http/errors';
-import { offsetOf, paginate, PaginationOut } from '../../http/pagination';
+/** The customer endpoints: customers (created by inbound messages) and their conversation transcript. */
+import { paginate, PaginationOut } from '../../http/pagination';
 import { type AnyRoute, defineRoute } from '../../http/route';
 import { z } from '../../http/zod';
 import type { Services } from '../../services';
-import { CustomerListQuery, CustomerOut, CustomerParams, CustomerUpdateIn, TranscriptMessageOut, TranscriptQuery } from '../executions/execution.schemas';
-import { recordEvent } from '../events/outbox';
-import { ConversationMessage, Customer } from './customer.entity';
+import type { ConversationMessage, Customer } from './customer.entity';
+import { CustomerListQuery, CustomerOut, CustomerParams, CustomerUpdateIn, TranscriptMessageOut, TranscriptQuery } from './customer.schemas';
+import { CustomerService } from './customer.service';
 
 const CUSTOMER_NOT_FOUND: [number, string] = [404, 'CUSTOMER_NOT_FOUND'];
 
@@ -41,13 +39,8 @@ function toMessageOut(m: ConversationMessage): z.output<typeof TranscriptMessage
 }
 
 export function customerRoutes(services: Services): AnyRoute[] {
-  const em = () => services.orm.em.fork() as EntityManager;
+  const svc = () => new CustomerService(services.orm.em.fork());
   const tag = 'Customers';
-  const requireCustomer = async (e: EntityManager, organizationId: string, id: string) => {
-    const c = await e.findOne(Customer, { id, organizationId });
-    if (!c) throw notFound('CUSTOMER_NOT_FOUND', 'Customer');
-    return c;
-  };
   return [
     defineRoute({
       method: 'get',
@@ -60,15 +53,8 @@ export function customerRoutes(services: Services): AnyRoute[] {
       query: CustomerListQuery,
       response: z.object({ data: z.array(CustomerOut), pagination: PaginationOut }),
       async handler({ query, credential }) {
-        const { page, limit, channel, external_id } = query;
-        const where: Record<string, unknown> = { organizationId: credential.organizationId };
-        if (channel) where.channel = channel;
-        if (external_id) where.externalId = external_id;
-        const [items, total] = await em().findAndCount(Customer, where, {
-          orderBy: { createdAt: 'desc', id: 'desc' },
-          limit,
-          offset: offsetOf({ page, limit }),
-        });
+        const { page, limit, ...filter } = query;
+        const { items, total } = await svc().list(credential.organizationId, filter, { page, limit });
         return paginate(items.map(toCustomerOut), { page, limit }, total);
       },
     }),
@@ -84,7 +70,7 @@ export function customerRoutes(services: Services): AnyRoute[] {
       response: z.object({ data: CustomerOut }),
       errors: [CUSTOMER_NOT_FOUND],
       async handler({ params, credential }) {
-        return { data: toCustomerOut(await requireCustomer(em(), credential.organizationId, params.customer_id)) };
+        return { data: toCustomerOut(await svc().get(credential.organizationId, params.customer_id)) };
       },
     }),
     defineRoute({
@@ -100,25 +86,7 @@ export function customerRoutes(services: Services): AnyRoute[] {
       response: z.object({ data: CustomerOut }),
       errors: [CUSTOMER_NOT_FOUND],
       async handler({ params, body, credential }) {
-        const e = em();
-        const c = await requireCustomer(e, credential.organizationId, params.customer_id);
-        const changed: string[] = [];
-        if (body.name !== undefined && body.name !== c.name) {
-          c.name = body.name;
-          changed.push('name');
-        }
-        const tags = body.tags === undefined ? c.tags : [...new Set(body.tags)];
-        if (tags.join('\u0000') !== c.tags.join('\u0000')) {
-          c.tags = tags;
-          changed.push('tags');
-        }
-        if (changed.length > 0) {
-          c.updatedAt = new Date();
-          const data = { customer_id: c.id, external_id: c.externalId, channel: c.channel, name: c.name, changed };
-          recordEvent(e, { organizationId: credential.organizationId, type: 'customer.updated', data });
-          await e.flush();
-        }
-        return { data: toCustomerOut(c) };
+        return { data: toCustomerOut(await svc().update(credential.organizationId, params.customer_id, body)) };
       },
     }),
     defineRoute({
@@ -134,13 +102,7 @@ export function customerRoutes(services: Services): AnyRoute[] {
       response: z.object({ data: z.array(TranscriptMessageOut), pagination: PaginationOut }),
       errors: [CUSTOMER_NOT_FOUND],
       async handler({ params, query, credential }) {
-        const e = em();
-        const c = await requireCustomer(e, credential.organizationId, params.customer_id);
-        const [items, total] = await e.findAndCount(
-          ConversationMessage,
-          { customerId: c.id, organizationId: credential.organizationId },
-          { orderBy: { createdAt: 'asc', id: 'asc' }, limit: query.limit, offset: offsetOf(query) },
-        );
+        const { items, total } = await svc().transcript(credential.organizationId, params.customer_id, query);
         return paginate(items.map(toMessageOut), query, total);
       },
     }),

@@ -11,7 +11,7 @@ import type { Services } from '../../services';
 import { reconcileJobs } from '../jobs/job-starter';
 import { reconcileCancels } from './execution.canceller';
 import { reconcileExecutions } from './execution.starter';
-import { redeliverReplies } from './message.service';
+import { redeliverReplies } from './reply-delivery';
 
 export async function reconcileOnce(services: Services, graceMs = services.config.EXECUTION_RECONCILE_GRACE_MS) {
   const started = await reconcileExecutions(services, { graceMs });

@@ -19,6 +19,8 @@ export interface ExecutionContext {
   workflowId: string;
   channel: string;
   customerId: string | null;
+  /** Set only in a dry run: the activities refuse it unless built with a dry run's sink. */
+  dryRunId?: string;
 }
 
 export interface StepRecord {
@@ -119,7 +121,7 @@ export async function loadNodeState(
 
 /**
  * Form waits. A prompt opens a wait before it is sent; the first inbound message of the
- * customer on the channel claims it (message.service.ts: `claimWait`), or the form's
+ * customer on the channel claims it (reply-delivery.ts: `claimWait`), or the form's
  * timeout closes it (`closeWait`). Both sides lock the execution row, so exactly one wins,
  * and a claimed reply is recorded on the message (`reply_to_wait`, unique).
  */

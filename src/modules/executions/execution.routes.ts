@@ -1,9 +1,9 @@
 /**
- * The execution endpoints: inbound messages, a workflow's executions (list, detail with
- * steps, retry, cancel) and its metrics.
+ * The execution endpoints: a workflow's executions (list, detail with steps, retry,
+ * cancel) and its metrics.
  */
 import { paginate, PaginationOut } from '../../http/pagination';
-import { Answer, type AnyRoute, defineRoute } from '../../http/route';
+import { type AnyRoute, defineRoute } from '../../http/route';
 import { z } from '../../http/zod';
 import type { Services } from '../../services';
 import {
@@ -12,13 +12,10 @@ import {
   ExecutionListQuery,
   ExecutionOut,
   ExecutionParams,
-  InboundResultOut,
-  MessageIn,
   MetricsOut,
   MetricsQuery,
 } from './execution.schemas';
 import { ExecutionService, toExecutionOut } from './execution.service';
-import { receiveMessage } from './message.service';
 import { WorkflowIdParams } from '../workflows/workflow.schemas';
 
 const WORKFLOW_NOT_FOUND: [number, string] = [404, 'WORKFLOW_NOT_FOUND'];
@@ -28,23 +25,6 @@ export function executionRoutes(services: Services): AnyRoute[] {
   const svc = new ExecutionService(services);
   const tag = 'Executions';
   return [
-    defineRoute({
-      method: 'post',
-      path: '/v1/messages',
-      operationId: 'receiveMessage',
-      summary: 'Receive a customer message: resumes the execution waiting for it, or starts the workflows it triggers',
-      tag,
-      scope: 'workflows:write',
-      limits: ['execution_ops'],
-      body: MessageIn,
-      status: 201,
-      alsoAnswers: [[200, 'A redelivery (same provider_message_id on the channel): the first outcome; nothing new is recorded or started']],
-      response: z.object({ data: InboundResultOut }),
-      async handler({ body, credential }) {
-        const received = await receiveMessage(services, credential.organizationId, body);
-        return received.duplicate ? new Answer(200, { data: received.result }) : { data: received.result };
-      },
-    }),
     defineRoute({
       method: 'get',
       path: '/v1/workflows/{workflow_id}/executions',

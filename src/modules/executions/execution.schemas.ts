@@ -1,53 +1,13 @@
-/** The In / Out shapes of executions, inbound messages, customers and the transcript. */
+/** The In / Out shapes of executions. */
 import { paginationQuery } from '../../http/pagination';
 import { isoDateTime } from '../../http/validation';
 import { Timestamp } from '../../http/openapi';
 import { z } from '../../http/zod';
 import { DailyMetricOut, GRANULARITIES, MetricsCountersOut, metricsQueryFields, PeriodOut } from '../metrics/execution-metrics';
-import { AiResponseNode, Channel, FormNode, MessageNode } from '../workflows/workflow.schemas';
+import { AiResponseNode, FormNode, MessageNode } from '../workflows/workflow.schemas';
 import { ERROR_TYPES, EXECUTION_STATUSES } from './execution.entity';
 
 const JsonObject = z.record(z.string(), z.unknown());
-const boundedMetadata = JsonObject.refine((v) => JSON.stringify(v).length <= 16_384, 'metadata must be at most 16 KiB of JSON');
-
-export const MessageIn = z
-  .strictObject({
-    channel: Channel,
-    customer_id: z
-      .string()
-      .trim()
-      .min(1, 'customer_id must not be empty')
-      .max(128)
-      .openapi({ description: "The customer's identifier on the channel (phone number, handle)", example: '+14155550100' }),
-    message: z.string().min(1, 'message must not be empty').max(4096),
-    metadata: boundedMetadata
-      .optional()
-      .openapi({ description: 'Free-form; `language` (a language code) is matched against message triggers' }),
-    customer: z.strictObject({ name: z.string().trim().min(1).max(200).optional() }).optional(),
-    provider_message_id: z
-      .string()
-      .trim()
-      .min(1, 'provider_message_id must not be empty')
-      .max(255)
-      .optional()
-      .openapi({
-        description:
-          "The channel provider's id of this message. A message with an id already received on this channel is a redelivery: it answers 200 with the first outcome and starts nothing",
-        example: 'wamid.HBgLMTQxNTU1NTAxMDAVAgARGBI',
-      }),
-  })
-  .openapi('InboundMessage');
-
-export const InboundResultOut = z
-  .object({
-    message_id: z.string(),
-    customer_id: z.string(),
-    status: z.enum(['resumed', 'started', 'no_match']),
-    executions: z.array(
-      z.object({ id: z.string(), workflow_id: z.string(), trigger_id: z.string().nullable(), action: z.enum(['started', 'resumed']) }),
-    ),
-  })
-  .openapi('InboundMessageResult');
 
 /** What an execution answered so far; written by the execution workflow (temporal/workflows/execution.workflow.ts). */
 export const ExecutionOutputOut = z
@@ -132,55 +92,6 @@ export const MetricsOut = z
   .openapi('WorkflowMetrics');
 
 export const ExecutionParams = z.object({ workflow_id: z.string().max(64), execution_id: z.string().max(64) });
-
-export const CustomerOut = z
-  .object({
-    id: z.string().openapi({ example: 'cus_4eC39HqLyjWDarjtT1zd' }),
-    channel: z.string(),
-    external_id: z.string(),
-    name: z.string().nullable(),
-    tags: z.array(z.string()).describe('Labels for analytics segments (customer_segment)'),
-    message_count: z.number().int(),
-    first_seen_at: Timestamp,
-    last_message_at: Timestamp.nullable(),
-    created_at: Timestamp,
-    updated_at: Timestamp,
-  })
-  .openapi('Customer');
-
-export const TranscriptMessageOut = z
-  .object({
-    id: z.string(),
-    customer_id: z.string(),
-    channel: z.string(),
-    direction: z.enum(['inbound', 'outbound']),
-    text: z.string(),
-    metadata: JsonObject,
-    execution_id: z.string().nullable(),
-    node_id: z.string().nullable(),
-    created_at: Timestamp,
-  })
-  .openapi('TranscriptMessage');
-
-export const CustomerListQuery = z.strictObject({
-  ...paginationQuery,
-  channel: Channel.optional(),
-  external_id: z.string().min(1).max(128).optional(),
-});
-export const CustomerUpdateIn = z
-  .strictObject({
-    name: z.string().min(1).max(200).nullable().optional(),
-    tags: z
-      .array(z.string().min(1).max(64).regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits, "_", ".", ":" and "-" only'))
-      .max(20)
-      .optional()
-      .describe('Replaces the tags; `new` and `returning` are reserved segment names'),
-  })
-  .refine((b) => !b.tags?.some((t) => t === 'new' || t === 'returning'), { message: '"new" and "returning" are reserved', path: ['tags'] })
-  .openapi('CustomerUpdate');
-
-export const CustomerParams = z.object({ customer_id: z.string().max(64) });
-export const TranscriptQuery = z.strictObject({ ...paginationQuery });
 
 /** end_date before start_date → 400 INVALID_DATE_RANGE; a bad granularity → 422 INVALID_GRANULARITY. */
 export const classifyExecutionQueryIssue = ({ path, issue }: { path: PropertyKey[]; issue: { code: string } }) => {

@@ -5,7 +5,7 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { dateFilter, type Granularity, resolvePeriod, summarizeExecutions } from '../metrics/execution-metrics';
-import { AppError, conflict, notFound } from '../../http/errors';
+import { conflict, notFound } from '../../errors';
 import { type Page, offsetOf } from '../../http/pagination';
 import type { Services } from '../../services';
 import { Workflow } from '../workflows/workflow.entity';

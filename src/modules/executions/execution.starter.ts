@@ -17,8 +17,7 @@ import { TypedSearchAttributes, type SearchAttributePair } from '@temporalio/com
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { conflict, notFound } from '../../errors';
 import { failpoint } from '../../failpoints';
-import { isInfrastructureError } from '../../failures';
-import { isTemporalReachable } from '../../temporal-client';
+import { boundedTemporalCall, RECONCILE_TEMPORAL_TIMEOUT_MS } from '../../temporal-calls';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
 import { recordEvent } from '../events/outbox';
@@ -32,9 +31,6 @@ import {
 } from '../../../temporal/executions.shared';
 import { Execution } from './execution.entity';
 import { transactionalRetrying } from '../../db/transaction';
-
-/** The reconciler is not holding a request: it gives Temporal longer than a request would. */
-export const RECONCILE_TEMPORAL_TIMEOUT_MS = 10_000;
 
 export interface StartExecutionRequest {
   organizationId: string;
@@ -136,54 +132,6 @@ export function executionWorkflowInput(
     input: e.input,
     nodes: wf.nodes,
   };
-}
-
-/**
- * Runs a Temporal call for a request without ever waiting on it longer than
- * TEMPORAL_CALL_TIMEOUT_MS, and not at all while this process knows Temporal is down (the
- * monitor probes it and says when it is back). Whatever is committed first and left
- * unconfirmed here is finished by the worker's reconciler. Resolves `true` when the call
- * succeeded or failed with an error `accept` takes as done (already started, run gone),
- * `false` when it was skipped, timed out or failed (an outage is reported to the monitor,
- * which logs it once; anything else is logged as a warning). Never throws.
- */
-export async function boundedTemporalCall(
-  services: Services,
-  call: () => Promise<unknown>,
-  accept: (err: unknown) => boolean = () => false,
-  limitMs: number = services.config.TEMPORAL_CALL_TIMEOUT_MS,
-): Promise<boolean> {
-  if (services.dependencies.isDown('temporal')) return false;
-  // Aborted at the bound, so the client stops its own retries too (nothing outlives the request).
-  const abort = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => {
-      abort.abort();
-      resolve('timeout');
-    }, limitMs);
-  });
-  const attempt = services.temporal.connection.withAbortSignal(abort.signal, call).then(
-    () => 'ok' as const,
-    (err: unknown) => (accept(err) ? ('ok' as const) : { err }),
-  );
-  try {
-    const outcome = await Promise.race([attempt, timeout]);
-    if (outcome === 'ok') return true;
-    if (outcome === 'timeout') {
-      // Slow is not down (a loaded server answers late): only a failed probe marks it down.
-      void isTemporalReachable(services.temporal.connection).then((up) => {
-        if (!up) services.dependencies.reportDown('temporal', `no answer within ${limitMs} ms`);
-      });
-    } else if (isInfrastructureError(outcome.err, services.endpoints)) {
-      services.dependencies.reportDown('temporal', outcome.err);
-    } else {
-      services.logger.warn({ err: outcome.err }, 'Temporal call failed; left to the reconciler');
-    }
-    return false;
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
- * Owns the Temporal starts of the background jobs an API call records: exports, reports and
- * replays. Like executions (execution.starter.ts), a job is committed first and its workflow
+ * Owns the Temporal starts of the background jobs an API call records: exports, reports,
+ * replays and dry runs. Like executions (execution.starter.ts), a job is committed first and its workflow
  * started after, never inside the transaction: a Temporal outage delays the job instead of
  * refusing it, and the worker's reconciler starts every job whose start was never confirmed
  * (`temporal_started_at` still null). The workflow ids are derived from the job ids, so a
@@ -13,25 +13,27 @@ import type { Services } from '../../services';
 import { SearchAttributeKeys } from '../../../temporal/shared';
 import { EXPORT_WORKFLOW, exportWorkflowId, REPORT_WORKFLOW, reportWorkflowId, type FileJobInput } from '../../../temporal/reports.shared';
 import { REPLAY_WORKFLOW_TYPE, replayWorkflowId, type ReplayWorkflowInput } from '../../../temporal/replays.shared';
-import { boundedTemporalCall, RECONCILE_TEMPORAL_TIMEOUT_MS } from '../executions/execution.starter';
+import { DRY_RUN_WORKFLOW_TYPE, dryRunWorkflowId, type DryRunWorkflowInput } from '../../../temporal/dry-runs.shared';
+import { boundedTemporalCall, RECONCILE_TEMPORAL_TIMEOUT_MS } from '../../temporal-calls';
 
-/** The columns every job table has, and the one a replay's input needs. */
+/** The columns every job table has, and those one kind's input or search attributes need. */
 interface JobRow {
   id: string;
   organization_id: string;
   rate_per_second?: number;
+  workflow_id?: string;
 }
 
 interface JobKind {
   /** The job's table; its `status` is `activeStatus` until the workflow ends it. */
-  table: 'exports' | 'reports' | 'replays';
+  table: 'exports' | 'reports' | 'replays' | 'dry_runs';
   activeStatus: string;
   workflowType: string;
   workflowId: (id: string) => string;
   /** The workflow's input, rebuilt from the committed row so the reconciler needs nothing else. */
-  input: (row: JobRow, services: Services) => FileJobInput | ReplayWorkflowInput;
-  /** The search attribute that finds the job's run in the Temporal UI, besides the organization. */
-  searchAttribute?: SearchAttributePair['key'];
+  input: (row: JobRow, services: Services) => FileJobInput | ReplayWorkflowInput | DryRunWorkflowInput;
+  /** What finds the job's run in the Temporal UI, besides the organization. */
+  searchAttributes?: (row: JobRow) => SearchAttributePair[];
 }
 
 const fileJobInput = (row: JobRow): FileJobInput => ({ organizationId: row.organization_id, id: row.id });
@@ -43,7 +45,7 @@ export const JOBS = {
     workflowType: EXPORT_WORKFLOW,
     workflowId: exportWorkflowId,
     input: fileJobInput,
-    searchAttribute: SearchAttributeKeys.exportId,
+    searchAttributes: (row) => [{ key: SearchAttributeKeys.exportId, value: row.id }],
   },
   report: {
     table: 'reports',
@@ -51,7 +53,7 @@ export const JOBS = {
     workflowType: REPORT_WORKFLOW,
     workflowId: reportWorkflowId,
     input: fileJobInput,
-    searchAttribute: SearchAttributeKeys.reportId,
+    searchAttributes: (row) => [{ key: SearchAttributeKeys.reportId, value: row.id }],
   },
   replay: {
     table: 'replays',
@@ -64,6 +66,14 @@ export const JOBS = {
       ratePerSecond: row.rate_per_second!,
       batchesPerRun: services.config.REPLAY_BATCHES_PER_RUN,
     }),
+  },
+  dryRun: {
+    table: 'dry_runs',
+    activeStatus: 'pending',
+    workflowType: DRY_RUN_WORKFLOW_TYPE,
+    workflowId: dryRunWorkflowId,
+    input: (row): DryRunWorkflowInput => ({ dryRunId: row.id }),
+    searchAttributes: (row) => [{ key: SearchAttributeKeys.workflowId, value: row.workflow_id! }],
   },
 } satisfies Record<string, JobKind>;
 
@@ -79,8 +89,7 @@ export async function dispatchJob(
   em: EntityManager = services.orm.em.fork() as EntityManager,
   timeoutMs?: number,
 ): Promise<boolean> {
-  const pairs: SearchAttributePair[] = [{ key: SearchAttributeKeys.organizationId, value: row.organization_id }];
-  if (kind.searchAttribute) pairs.push({ key: kind.searchAttribute, value: row.id } as SearchAttributePair);
+  const pairs: SearchAttributePair[] = [{ key: SearchAttributeKeys.organizationId, value: row.organization_id }, ...(kind.searchAttributes?.(row) ?? [])];
   const started = await boundedTemporalCall(
     services,
     () =>

@@ -5,7 +5,7 @@
  * columns `status`, `duration_ms`, `customer_id`, `channel` and `at` (the bucketing time).
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { AppError } from '../../http/errors';
+import { invalid } from '../../errors';
 import { isoDateTime } from '../../http/validation';
 import { Timestamp } from '../../http/openapi';
 import { z } from '../../http/zod';
@@ -22,7 +22,7 @@ export const metricsQueryFields = {
   granularity: z.enum(GRANULARITIES).default('day'),
 };
 
-const invalidDateRange = () => new AppError(400, 'INVALID_DATE_RANGE', 'end_date must be after start_date', { field: 'end_date' });
+const invalidDateRange = () => invalid('end_date must be after start_date', 'end_date', 'INVALID_DATE_RANGE');
 
 /**
  * A date filter as a half-open interval [from, to). A date-only `end_date` covers its whole

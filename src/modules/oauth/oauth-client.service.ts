@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Scope } from '../../http/auth';
-import { AppError, notFound } from '../../http/errors';
+import { conflict, notFound } from '../../errors';
 import { offsetOf, type Page } from '../../http/pagination';
 import { newId } from '../../ids';
 import type { Orm } from '../../db/orm';
@@ -57,7 +57,7 @@ export class OAuthClientService {
   /** The old secret stops working at once; tokens already issued stay valid. */
   async rotateSecret(organizationId: string, id: string) {
     const client = await this.get(organizationId, id);
-    if (client.type !== 'confidential') throw new AppError(409, 'OAUTH_CLIENT_PUBLIC', 'A public client has no secret to rotate');
+    if (client.type !== 'confidential') throw conflict('OAUTH_CLIENT_PUBLIC', 'A public client has no secret to rotate');
     const secret = generateClientSecret();
     client.secretHash = hashClientSecret(secret);
     client.updatedAt = new Date();

@@ -10,7 +10,7 @@
  */
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/postgresql';
 import { failpoint } from '../../failpoints';
-import { toHttpError } from '../../http/errors';
+import { DomainError } from '../../errors';
 import { derivedId } from '../../ids';
 import type { Services } from '../../services';
 import { ExecutionService } from '../executions/execution.service';
@@ -32,10 +32,11 @@ async function retryOnce(svc: ExecutionService, organizationId: string, replayId
   } catch (err) {
     // Started by an attempt that died before recording its outcome.
     if (err instanceof UniqueConstraintViolationException) return { outcome: 'started', retryId };
-    const refusal = toHttpError(err);
-    if (refusal?.code === 'EXECUTION_NOT_RETRYABLE') return { outcome: 'skipped', code: refusal.code, message: refusal.message };
-    // The single retry's other refusals (workflow deleted or not active) are the replay's failures.
-    if (refusal && refusal.status < 500) return { outcome: 'failed', code: refusal.code, message: refusal.message };
+    if (err instanceof DomainError && err.kind !== 'unavailable') {
+      if (err.code === 'EXECUTION_NOT_RETRYABLE') return { outcome: 'skipped', code: err.code, message: err.message };
+      // The single retry's other refusals (workflow deleted or not active) are the replay's failures.
+      return { outcome: 'failed', code: err.code, message: err.message };
+    }
     throw err; // Infrastructure: the activity retries the batch.
   }
 }

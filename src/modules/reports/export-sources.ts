@@ -5,7 +5,7 @@
  * Timestamps are formatted by PostgreSQL (ISO 8601, UTC) so rows stream straight into the
  * renderers. `workflow_metrics` is not a table: it is computed by report-data.ts.
  */
-import { badRequest } from '../../http/errors';
+import { invalid } from '../../errors';
 
 export const EXPORT_DATA_TYPES = ['workflow_metrics', 'executions', 'steps', 'messages', 'customers', 'trigger_executions', 'webhook_logs'] as const;
 export type ExportDataType = (typeof EXPORT_DATA_TYPES)[number];
@@ -169,8 +169,8 @@ const SOURCES: Record<TableDataType, Source> = {
 export function checkFiltersApply(dataType: ExportDataType, f: ExportFilters): void {
   if (dataType === 'workflow_metrics') return;
   const source = SOURCES[dataType];
-  if (!source.workflow && f.workflowIds?.length) throw badRequest(`${dataType} cannot be filtered by workflow`, 'filters.workflow_ids');
-  if (!source.channel && f.channels?.length) throw badRequest(`${dataType} cannot be filtered by channel`, 'filters.channels');
+  if (!source.workflow && f.workflowIds?.length) throw invalid(`${dataType} cannot be filtered by workflow`, 'filters.workflow_ids');
+  if (!source.channel && f.channels?.length) throw invalid(`${dataType} cannot be filtered by channel`, 'filters.channels');
 }
 
 export function exportColumns(dataType: TableDataType): string[] {

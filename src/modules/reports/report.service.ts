@@ -8,7 +8,7 @@
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Context } from 'koa';
-import { AppError, notFound } from '../../http/errors';
+import { conflict, DomainError, gone, notFound } from '../../errors';
 import { offsetOf, type Page, paginate } from '../../http/pagination';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
@@ -28,6 +28,20 @@ const MIN_ESTIMATE_MS = 5_000;
 export const REPORT_CONTENT_TYPES = { csv: 'text/csv; charset=utf-8', json: 'application/json', pdf: 'application/pdf' } as const;
 
 const EXTENSIONS = { csv: 'csv', json: 'ndjson', xlsx: 'xlsx' } as const;
+
+/** A file still being generated: worth asking again in a few seconds. */
+/**
+ * Refuses the download of a job's file that is not there: still being written (409 with
+ * Retry-After), failed (409, no file) or past `expires_at` (410, even before the sweep).
+ */
+function requireFile(kind: 'export' | 'report', r: AnalyticsExport | Report): void {
+  const prefix = kind.toUpperCase();
+  if (r.status === 'processing' || r.status === 'generating') {
+    throw new DomainError('conflict', `${prefix}_NOT_READY`, `The ${kind} is still ${r.status}`, { retryAfterSeconds: 5 });
+  }
+  if (r.status === 'failed') throw conflict(`${prefix}_NOT_READY`, `The ${kind} failed and has no file: ${r.errorMessage ?? 'unknown error'}`);
+  if (r.status === 'expired' || (r.expiresAt && r.expiresAt <= new Date())) throw gone(`${prefix}_EXPIRED`, `The ${kind} file has expired`);
+}
 
 type ExportRequest = z.output<typeof ExportIn>;
 type ReportRequest = z.output<typeof ReportIn>;
@@ -53,7 +67,7 @@ export class ReportService {
     const known = new Set(found.map((r) => r.id));
     const missing = ids.findIndex((id) => !known.has(id));
     if (missing >= 0) {
-      throw new AppError(404, 'WORKFLOW_NOT_FOUND', `Workflow ${ids[missing]} not found`, { field: `filters.workflow_ids[${missing}]` });
+      throw notFound('WORKFLOW_NOT_FOUND', `Workflow ${ids[missing]}`, `filters.workflow_ids[${missing}]`);
     }
   }
 
@@ -108,9 +122,7 @@ export class ReportService {
 
   async downloadExport(ctx: Context, organizationId: string, id: string): Promise<void> {
     const r = await this.findExport(organizationId, id);
-    if (r.status === 'processing') throw new AppError(409, 'EXPORT_NOT_READY', 'The export is still processing', { headers: { 'Retry-After': '5' } });
-    if (r.status === 'failed') throw new AppError(409, 'EXPORT_NOT_READY', `The export failed and has no file: ${r.errorMessage ?? 'unknown error'}`);
-    if (r.status === 'expired' || (r.expiresAt && r.expiresAt <= new Date())) throw new AppError(410, 'EXPORT_EXPIRED', 'The export file has expired');
+    requireFile('export', r);
     const filename = `${r.dataType}-${r.createdAt.toISOString().slice(0, 10)}-${r.id}.${EXTENSIONS[r.format]}`;
     if (r.includeMetadata && r.format !== 'xlsx') {
       const m = exportMetadata(r);
@@ -274,9 +286,7 @@ export class ReportService {
 
   async downloadReport(ctx: Context, organizationId: string, id: string): Promise<void> {
     const r = await this.findReport(organizationId, id);
-    if (r.status === 'generating') throw new AppError(409, 'REPORT_NOT_READY', 'The report is still generating', { headers: { 'Retry-After': '5' } });
-    if (r.status === 'failed') throw new AppError(409, 'REPORT_NOT_READY', `The report failed and has no file: ${r.errorMessage ?? 'unknown error'}`);
-    if (r.status === 'expired' || (r.expiresAt && r.expiresAt <= new Date())) throw new AppError(410, 'REPORT_EXPIRED', 'The report file has expired');
+    requireFile('report', r);
     await this.sendFile(ctx, r.fileKey!, `${slug(r.name)}-${r.id}.${r.format}`, REPORT_CONTENT_TYPES[r.format]);
   }
 

@@ -9,8 +9,7 @@
  * fire is skipped by the activity, so a schedule left behind by a crash does no harm.
  */
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type ScheduleOptions } from '@temporalio/client';
-import { DomainError } from '../../errors';
-import { AppError } from '../../http/errors';
+import { DomainError, unavailable, unprocessable } from '../../errors';
 import type { Services } from '../../services';
 import { SearchAttributeKeys } from '../../../temporal/shared';
 import {
@@ -99,14 +98,11 @@ export async function deleteTriggerSchedule(services: Services, triggerId: strin
 
 /** Temporal refusing the spec is the client's cron; anything else means Temporal is unavailable. */
 function asScheduleError(services: Services, err: unknown, triggerId: string): Error {
-  if (err instanceof AppError || err instanceof DomainError) return err;
+  if (err instanceof DomainError) return err;
   const message = (err as Error)?.message ?? String(err);
   if (/invalid.*(cron|spec|time ?zone)|cron|unknown time zone/i.test(message) && (err as { code?: number }).code === 3) {
-    return new AppError(422, 'INVALID_CRON_EXPRESSION', `The scheduler rejected the schedule: ${message}`, { field: 'configuration.cron_expression' });
+    return unprocessable('INVALID_CRON_EXPRESSION', `The scheduler rejected the schedule: ${message}`, 'configuration.cron_expression');
   }
   services.logger.error({ err, trigger_id: triggerId }, 'could not sync the trigger schedule with Temporal');
-  return new AppError(503, 'SCHEDULER_UNAVAILABLE', 'The scheduler is unavailable; the trigger was not changed. Retry shortly.', {
-    headers: { 'Retry-After': '5' },
-    retryAfter: 5,
-  });
+  return unavailable('SCHEDULER_UNAVAILABLE', 'The scheduler is unavailable; the trigger was not changed. Retry shortly.', 5);
 }

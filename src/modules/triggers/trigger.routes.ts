@@ -10,7 +10,6 @@ import { type AnyRoute, defineRoute } from '../../http/route';
 import { z } from '../../http/zod';
 import type { Services } from '../../services';
 import { fireTrigger } from './trigger-firing';
-import type { Trigger } from './trigger.entity';
 import {
   type ApiTriggerConfig,
   classifyTriggerIssue,
@@ -25,72 +24,13 @@ import {
   TriggerMetricsOut,
   TriggerMetricsQuery,
   TriggerOut,
-  TriggerRecordOut,
   TriggerTransitionOut,
   TriggerUpdate,
 } from './trigger.schemas';
-import { type ExecutionRow, type Transition, TriggerService, triggerNotFound } from './trigger.service';
+import { toTriggerExecutionDetailOut, toTriggerExecutionOut, toTriggerOut } from './trigger.out';
+import { type Transition, TriggerService, triggerNotFound } from './trigger.service';
 
 const HOUR = 3_600_000;
-
-/** The webhook secret is shown on create, get and update, never in list items. */
-export function toTriggerOut(t: Trigger, opts: { withSecret: boolean } = { withSecret: true }): z.output<typeof TriggerRecordOut> {
-  const configuration = { ...t.configuration };
-  if (!opts.withSecret) delete configuration.secret;
-  return {
-    id: t.id,
-    name: t.name,
-    type: t.type,
-    status: t.status,
-    workflow_id: t.workflowId,
-    channel: t.channel as z.output<typeof TriggerRecordOut>['channel'],
-    configuration,
-    created_at: t.createdAt.toISOString(),
-    updated_at: t.updatedAt.toISOString(),
-    execution_count: t.executionCount,
-    last_triggered: t.lastTriggered?.toISOString() ?? null,
-  };
-}
-
-const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
-
-function executionInput(row: ExecutionRow): Record<string, unknown> {
-  const input = row.input ?? {};
-  return {
-    message: typeof input.message === 'string' ? input.message : null,
-    ...input,
-    customer_id: row.customer_id ?? (typeof input.customer_id === 'string' ? input.customer_id : null),
-    channel: row.channel,
-  };
-}
-
-export function toExecutionOut(row: ExecutionRow): z.output<typeof TriggerExecutionOut> {
-  return {
-    id: row.id,
-    trigger_id: row.trigger_id,
-    workflow_id: row.workflow_id,
-    status: row.status,
-    triggered_at: iso(row.triggered_at)!,
-    completed_at: iso(row.completed_at),
-    duration_ms: row.duration_ms === null ? null : Number(row.duration_ms),
-    input: executionInput(row),
-    output: { workflow_execution_id: row.execution_id },
-  };
-}
-
-export function toExecutionDetailOut(row: ExecutionRow): z.output<typeof TriggerExecutionDetailOut> {
-  const base = toExecutionOut(row);
-  const metadata = { user_agent: null, ...row.metadata, timestamp: iso(row.triggered_at)! } as { user_agent: string | null; timestamp: string };
-  return {
-    ...base,
-    input: { ...base.input, metadata },
-    output: { workflow_execution_id: row.execution_id, workflow_status: row.workflow_status },
-    error:
-      row.status === 'failed'
-        ? { code: row.error_code ?? 'TRIGGER_EXECUTION_FAILED', type: row.error_type, message: row.error_message ?? 'Trigger execution failed' }
-        : null,
-  };
-}
 
 const NOT_FOUND: [number, string] = [404, 'TRIGGER_NOT_FOUND'];
 const CONFIG_ERRORS: Array<[number, string]> = [
@@ -235,7 +175,7 @@ export function triggerRoutes(services: Services): AnyRoute[] {
           { ...(status ? { status } : {}), ...(start_date ? { start: start_date } : {}), ...(end_date ? { end: end_date } : {}) },
           { page, limit },
         );
-        return paginate(items.map(toExecutionOut), { page, limit }, total);
+        return paginate(items.map(toTriggerExecutionOut), { page, limit }, total);
       },
     }),
     defineRoute({
@@ -250,7 +190,7 @@ export function triggerRoutes(services: Services): AnyRoute[] {
       response: z.object({ data: TriggerExecutionDetailOut }),
       errors: [[404, 'TRIGGER_NOT_FOUND | TRIGGER_EXECUTION_NOT_FOUND']],
       async handler({ params, credential }) {
-        return { data: toExecutionDetailOut(await svc().getExecution(credential.organizationId, params.trigger_id, params.execution_id)) };
+        return { data: toTriggerExecutionDetailOut(await svc().getExecution(credential.organizationId, params.trigger_id, params.execution_id)) };
       },
     }),
     defineRoute({
@@ -307,7 +247,7 @@ export function triggerRoutes(services: Services): AnyRoute[] {
           input: body,
           metadata: { source: 'api', user_agent: ctx.get('user-agent') || null, credential_id: credential.id },
         });
-        return { data: toExecutionOut(await service.getExecution(credential.organizationId, trigger.id, fired.triggerExecutionId)) };
+        return { data: toTriggerExecutionOut(await service.getExecution(credential.organizationId, trigger.id, fired.triggerExecutionId)) };
       },
     }),
   ];

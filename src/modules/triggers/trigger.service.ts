@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { type EntityManager, LockMode } from '@mikro-orm/postgresql';
-import { AppError, conflict, notFound } from '../../http/errors';
+import { conflict, DomainError, invalid, notFound } from '../../errors';
 import { type Page, offsetOf } from '../../http/pagination';
 import { parseInput } from '../../http/validation';
 import { z } from '../../http/zod';
@@ -28,7 +28,7 @@ export interface TriggerListFilter {
 }
 
 export const triggerNotFound = () => notFound('TRIGGER_NOT_FOUND', 'Trigger');
-const workflowNotFound = () => new AppError(404, 'WORKFLOW_NOT_FOUND', 'Workflow not found', { field: 'workflow_id' });
+const workflowNotFound = () => notFound('WORKFLOW_NOT_FOUND', 'Workflow', 'workflow_id');
 const nameTaken = (name: string) => conflict('TRIGGER_ALREADY_EXISTS', `A trigger named "${name}" already exists`, 'name');
 
 export const webhookPath = (triggerId: string) => `/hooks/triggers/${triggerId}`;
@@ -120,6 +120,16 @@ export class TriggerService {
     return trigger;
   }
 
+  /**
+   * The webhook trigger a request to `/hooks/triggers/{id}` is for, whatever its
+   * organization (the receiver authenticates by the trigger's secret, not by a credential).
+   */
+  async getWebhookTrigger(id: string): Promise<Trigger> {
+    const trigger = await this.em.findOne(Trigger, { id, type: 'webhook', deletedAt: null });
+    if (!trigger) throw triggerNotFound();
+    return trigger;
+  }
+
   async create(organizationId: string, input: TriggerIn): Promise<Trigger> {
     const workflow = await this.em.findOne(Workflow, { id: input.workflow_id, organizationId, deletedAt: null }, { fields: ['id', 'name', 'channel'] });
     if (!workflow) throw workflowNotFound();
@@ -191,7 +201,7 @@ export class TriggerService {
     return this.em.transactional(async (em) => {
       const trigger = await this.get(organizationId, id, em, true);
       if (!ALLOWED_FROM[op].includes(trigger.status)) {
-        throw new AppError(409, 'INVALID_STATE_TRANSITION', `Cannot ${op} a trigger that is ${trigger.status}`, {
+        throw new DomainError('conflict', 'INVALID_STATE_TRANSITION', `Cannot ${op} a trigger that is ${trigger.status}`, {
           details: `${op} is allowed from: ${ALLOWED_FROM[op].join(', ')}`,
         });
       }
@@ -265,9 +275,7 @@ export class TriggerService {
     const readOnly = (field: 'url' | 'endpoint', assigned: string) => {
       const given = config[field];
       if (given !== undefined && given !== assigned) {
-        throw new AppError(400, 'INVALID_TRIGGER_CONFIG', `configuration.${field} is assigned by the service and cannot be set`, {
-          field: `configuration.${field}`,
-        });
+        throw invalid(`configuration.${field} is assigned by the service and cannot be set`, `configuration.${field}`, 'INVALID_TRIGGER_CONFIG');
       }
       return assigned;
     };

@@ -4,7 +4,7 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { flushOrConflict } from '../../db/flush';
-import { conflict, notFound } from '../../http/errors';
+import { conflict, notFound } from '../../errors';
 import { offsetOf, type Page } from '../../http/pagination';
 import { newId } from '../../ids';
 import { hashPassword, verifyNothing, verifyPassword } from './password';

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { flushOrConflict } from '../../db/flush';
 import { dateFilter } from '../metrics/execution-metrics';
-import { AppError, conflict, notFound } from '../../http/errors';
+import { conflict, invalid, notFound, unprocessable } from '../../errors';
 import { offsetOf, type Page } from '../../http/pagination';
 import { newId, randomBase62 } from '../../ids';
 import type { Services } from '../../services';
@@ -65,7 +65,7 @@ export class WebhookService {
 
   async create(organizationId: string, input: WebhookIn): Promise<Webhook> {
     const checked = checkUrlSyntax(input.url, this.services.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS);
-    if (!('url' in checked)) throw new AppError(400, 'INVALID_WEBHOOK_URL', checked.message, { field: 'url' });
+    if (!('url' in checked)) throw invalid(checked.message, 'url', 'INVALID_WEBHOOK_URL');
     const url = checked.url.href;
     const hook = this.em.create(Webhook, {
       id: newId('webhook'),
@@ -144,10 +144,10 @@ export class WebhookService {
     const log = await this.em.findOne(WebhookLog, { id: logId, webhookId: id, organizationId });
     if (!log) throw notFound('WEBHOOK_LOG_NOT_FOUND', 'Webhook log entry');
     if (!hook.active) {
-      throw new AppError(422, 'WEBHOOK_VALIDATION_FAILED', 'The webhook is inactive; activate it before redelivering');
+      throw unprocessable('WEBHOOK_VALIDATION_FAILED', 'The webhook is inactive; activate it before redelivering');
     }
     const event = await this.em.findOne(OutboxEvent, { id: log.eventId, organizationId });
-    if (!event) throw new AppError(422, 'WEBHOOK_VALIDATION_FAILED', 'The event of this log entry is no longer stored');
+    if (!event) throw unprocessable('WEBHOOK_VALIDATION_FAILED', 'The event of this log entry is no longer stored');
     const [row] = await this.em.execute<Array<{ n: number | null }>>(
       'select max(attempt)::int as n from webhook_logs where webhook_id = ? and event_id = ?',
       [hook.id, event.id],

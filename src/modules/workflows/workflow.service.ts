@@ -5,7 +5,7 @@
  * simply not found.
  */
 import { type EntityManager, LockMode } from '@mikro-orm/postgresql';
-import { AppError, conflict, notFound } from '../../http/errors';
+import { conflict, invalid, notFound } from '../../errors';
 import { type Page, offsetOf } from '../../http/pagination';
 import { flushOrConflict } from '../../db/flush';
 import { hotQuery } from '../../db/hot-query';
@@ -170,9 +170,7 @@ export class WorkflowService {
   async activate(organizationId: string, id: string): Promise<Workflow> {
     const wf = await this.get(organizationId, id);
     if (!wf.configuration) {
-      throw new AppError(400, 'INVALID_WORKFLOW_CONFIG', 'A workflow needs a configuration with nodes before it can be activated', {
-        field: 'configuration',
-      });
+      throw invalid('A workflow needs a configuration with nodes before it can be activated', 'configuration', 'INVALID_WORKFLOW_CONFIG');
     }
     // Stored configurations were valid when written; rules may have tightened since.
     parseInput(z.object({ configuration: WorkflowConfiguration }), { configuration: wf.configuration }, classifyWorkflowIssue);

@@ -14,7 +14,6 @@
  * Unverified requests are not counted, so they cannot use up a sender's budget.
  */
 import Router from '@koa/router';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Context } from 'koa';
 import { AppError } from '../../http/errors';
 import { ErrorOut, type OpenAPIRegistry, RATE_LIMIT_HEADERS, responseHeaders } from '../../http/openapi';
@@ -28,11 +27,11 @@ import {
   verifyStandardWebhookSignature,
 } from '../../http/signature';
 import type { Services } from '../../services';
-import { fireTrigger } from './trigger-firing';
-import { Trigger } from './trigger.entity';
-import { toExecutionOut } from './trigger.routes';
-import { TriggerExecutionOut, type WebhookTriggerConfig } from './trigger.schemas';
-import { TriggerService, triggerNotFound } from './trigger.service';
+import { fireTrigger } from '../triggers/trigger-firing';
+import type { Trigger } from '../triggers/trigger.entity';
+import { toTriggerExecutionOut } from '../triggers/trigger.out';
+import { TriggerExecutionOut, type WebhookTriggerConfig } from '../triggers/trigger.schemas';
+import { TriggerService, triggerNotFound } from '../triggers/trigger.service';
 
 const unauthorized = (code: string, message: string) => new AppError(401, code, message);
 
@@ -45,9 +44,8 @@ export function triggerReceiverRouter(services: Services): Router {
 async function receive(ctx: Context, services: Services): Promise<void> {
   const id = String(ctx.params.trigger_id ?? '');
   if (!/^trg_[A-Za-z0-9]{1,60}$/.test(id)) throw triggerNotFound();
-  const em = services.orm.em.fork() as EntityManager;
-  const trigger = await em.findOne(Trigger, { id, type: 'webhook', deletedAt: null });
-  if (!trigger) throw triggerNotFound();
+  const triggers = new TriggerService(services.orm.em.fork(), services);
+  const trigger = await triggers.getWebhookTrigger(id);
   const config = trigger.configuration as unknown as WebhookTriggerConfig & { secret: string };
 
   if (ctx.method !== config.method) {
@@ -77,7 +75,7 @@ async function receive(ctx: Context, services: Services): Promise<void> {
   const replayKey = replayId === undefined ? undefined : `${services.config.REDIS_KEY_PREFIX}hook-id:${trigger.id}:${replayId}`;
   if (replayKey) await claimWebhookId(services, replayKey);
   try {
-    await fire(ctx, services, em, trigger, input);
+    await fire(ctx, services, triggers, trigger, input);
   } catch (err) {
     // Only an accepted request uses up its id: the sender may retry a refused one.
     if (replayKey) await services.redis.del(replayKey).catch(() => undefined);
@@ -124,7 +122,7 @@ async function claimWebhookId(services: Services, key: string): Promise<void> {
   if (claimed === null) throw new AppError(409, 'WEBHOOK_REPLAYED', 'This webhook-id was already accepted');
 }
 
-async function fire(ctx: Context, services: Services, em: EntityManager, trigger: Trigger, input: Record<string, unknown>): Promise<void> {
+async function fire(ctx: Context, services: Services, triggers: TriggerService, trigger: Trigger, input: Record<string, unknown>): Promise<void> {
   const fired = await fireTrigger(services, {
     organizationId: trigger.organizationId,
     triggerId: trigger.id,
@@ -133,9 +131,9 @@ async function fire(ctx: Context, services: Services, em: EntityManager, trigger
     input,
     metadata: { source: 'webhook', user_agent: ctx.get('user-agent') || null, request_id: ctx.state.requestId ?? null },
   });
-  const row = await new TriggerService(em, services).getExecution(trigger.organizationId, trigger.id, fired.triggerExecutionId);
+  const row = await triggers.getExecution(trigger.organizationId, trigger.id, fired.triggerExecutionId);
   ctx.status = 202;
-  ctx.body = { data: toExecutionOut(row) };
+  ctx.body = { data: toTriggerExecutionOut(row) };
 }
 
 /** The receiver in the OpenAPI document: it lives outside /v1 and authenticates by signature. */

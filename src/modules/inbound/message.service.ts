@@ -1,7 +1,7 @@
 /**
  * Owns inbound customer messages (`POST /v1/messages`). ONE transaction records the
- * customer (created on its first message per channel and external id), the message, their
- * events, and either
+ * customer (the customers module's `recordInboundCustomer`: created on its first message per
+ * channel and external id), the message, their events, and either
  *
  * - a reply: the message claims the open form wait of that customer's execution on the
  *   channel (see "Form waits" in execution.recorder.ts) and is linked to it; or
@@ -16,22 +16,23 @@
  * nothing is recorded or started and the first message's outcome is returned (the unique
  * index decides between two concurrent deliveries; the loser's transaction rolls back).
  *
- * Only after the commit is the reply signalled / are the executions started on Temporal. A
- * crash after the commit loses nothing: the reconciler starts unstarted executions and
- * re-delivers unconfirmed replies (the workflow drops a reply it already has, by message
- * id; and a form whose timeout fires reads a claimed reply from PostgreSQL).
+ * Only after the commit is the reply signalled (executions' `deliverReply`) / are the
+ * executions started on Temporal. A crash after the commit loses nothing: the reconciler
+ * starts unstarted executions and re-delivers unconfirmed replies (the workflow drops a
+ * reply it already has, by message id; and a form whose timeout fires reads a claimed reply
+ * from PostgreSQL).
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { failpoint } from '../../failpoints';
 import { DomainError } from '../../errors';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
+import { recordInboundCustomer } from '../customers/customer.service';
 import { recordEvent } from '../events/outbox';
+import { dispatchExecution, type PendingExecution, recordExecution } from '../executions/execution.starter';
+import { type ClaimedWait, claimWait, deliverReply } from '../executions/reply-delivery';
 import { findMatchingMessageTriggers, messageMatches, recordTriggerFiring } from '../triggers/trigger-firing';
 import { Workflow } from '../workflows/workflow.entity';
-import { customerReplySignal, executionWorkflowId } from '../../../temporal/executions.shared';
-import { boundedTemporalCall, dispatchExecution, type PendingExecution, RECONCILE_TEMPORAL_TIMEOUT_MS, recordExecution } from './execution.starter';
 import { transactionalRetrying } from '../../db/transaction';
 
 export interface InboundMessage {
@@ -59,34 +60,6 @@ interface Recorded {
   started: Array<{ pending: PendingExecution; triggerId: string | null }>;
 }
 
-interface ClaimedWait {
-  id: string;
-  workflow_id: string;
-  waiting_key: string | null;
-}
-
-async function upsertCustomer(tx: EntityManager, organizationId: string, msg: InboundMessage): Promise<string> {
-  const name = msg.customer?.name ?? null;
-  const [row] = await tx.execute<Array<{ id: string; created: boolean; old_name: string | null; name: string | null; external_id: string }>>(
-    `with old as (select id, name from customers where organization_id = ? and channel = ? and external_id = ?)
-     insert into customers (id, organization_id, channel, external_id, name, message_count, last_message_at)
-     values (?, ?, ?, ?, ?, 1, now())
-     on conflict (organization_id, channel, external_id) do update
-       set message_count = customers.message_count + 1, last_message_at = now(),
-           name = coalesce(excluded.name, customers.name),
-           updated_at = case when excluded.name is not null and excluded.name is distinct from customers.name then now() else customers.updated_at end
-     returning id, (xmax = 0) as created, (select name from old) as old_name, name, external_id`,
-    [organizationId, msg.channel, msg.customer_id, newId('customer'), organizationId, msg.channel, msg.customer_id, name],
-  );
-  if (!row) throw new Error('customer upsert returned nothing');
-  const data = { customer_id: row.id, external_id: row.external_id, channel: msg.channel, name: row.name };
-  if (row.created) recordEvent(tx, { organizationId, type: 'customer.created', data });
-  else if (name !== null && row.old_name !== name) {
-    recordEvent(tx, { organizationId, type: 'customer.updated', data: { ...data, changed: ['name'] } });
-  }
-  return row.id;
-}
-
 /** Active workflows of the channel whose `configuration.trigger` keywords match the text. */
 async function matchingConfiguredWorkflows(tx: EntityManager, organizationId: string, channel: string, text: string): Promise<string[]> {
   const workflows = await tx.find(
@@ -100,24 +73,6 @@ async function matchingConfiguredWorkflows(tx: EntityManager, organizationId: st
       return trigger !== undefined && messageMatches({ keywords: trigger.keywords, case_sensitive: false, exact_match: false } as never, text);
     })
     .map((w) => w.id);
-}
-
-/**
- * Claims the open form wait of this customer's newest waiting execution on the channel, if
- * any: the row lock orders the claim against the form opening or closing (timeout) that
- * wait, so exactly one of them wins, and the wait is closed so it takes one reply only.
- * (The customer upsert before this already serialises the customer's own messages.)
- */
-async function claimWait(tx: EntityManager, organizationId: string, customerId: string, channel: string): Promise<ClaimedWait | undefined> {
-  const [waiting] = await tx.execute<ClaimedWait[]>(
-    `select id, workflow_id, waiting_key from executions
-      where organization_id = ? and customer_id = ? and channel = ? and status = 'running' and waiting_node_id is not null
-      order by started_at desc limit 1 for update`,
-    [organizationId, customerId, channel],
-  );
-  if (!waiting) return undefined;
-  await tx.execute('update executions set waiting_node_id = null, waiting_key = null where id = ?', [waiting.id]);
-  return waiting;
 }
 
 /**
@@ -226,7 +181,7 @@ export async function receiveMessage(
 async function receiveNew(services: Services, organizationId: string, msg: InboundMessage): Promise<InboundResult> {
   const language = typeof msg.metadata?.language === 'string' ? msg.metadata.language : undefined;
   const recorded: Recorded = await transactionalRetrying(services.orm.em as EntityManager, async (tx) => {
-    const customerId = await upsertCustomer(tx, organizationId, msg);
+    const customerId = await recordInboundCustomer(tx, organizationId, { channel: msg.channel, externalId: msg.customer_id, name: msg.customer?.name ?? null });
     const messageId = newId('message');
     const waiting = await claimWait(tx, organizationId, customerId, msg.channel);
     const inserted = await tx.execute<Array<{ id: string }>>(
@@ -288,55 +243,4 @@ async function receiveNew(services: Services, organizationId: string, msg: Inbou
   }
   if (result.executions.length > 0) result.status = 'started';
   return result;
-}
-
-/**
- * Signals a reply to its execution and stamps `delivered_at`. A Temporal outage (or a
- * signal slower than TEMPORAL_CALL_TIMEOUT_MS) leaves the row unstamped for the
- * reconciler; a run that no longer exists is stamped too, there is nothing left to deliver
- * to (it took the reply from PostgreSQL when its timeout fired, or it was cancelled).
- */
-export async function deliverReply(
-  services: Services,
-  r: { messageId: string; executionId: string; text: string },
-  timeoutMs?: number,
-): Promise<boolean> {
-  const delivered = await boundedTemporalCall(
-    services,
-    () => services.temporal.client.workflow.getHandle(executionWorkflowId(r.executionId)).signal(customerReplySignal, { messageId: r.messageId, text: r.text }),
-    (err) => err instanceof WorkflowNotFoundError,
-    timeoutMs,
-  );
-  if (!delivered) return false;
-  await services.orm.em.fork().getConnection().execute('update messages set delivered_at = now() where id = ? and delivered_at is null', [r.messageId]);
-  return true;
-}
-
-/** Re-delivers inbound replies whose signal was never confirmed (crash after the commit). */
-export async function redeliverReplies(services: Services, graceMs: number): Promise<number> {
-  const rows = await services.orm.em
-    .fork()
-    .getConnection()
-    .execute<Array<{ id: string; execution_id: string; text: string }>>(
-      `select id, execution_id, text from messages
-        where direction = 'inbound' and execution_id is not null and delivered_at is null
-          and created_at < now() - (? * interval '1 millisecond')
-        order by created_at limit 100`,
-      [graceMs],
-    );
-  let n = 0;
-  for (const row of rows) {
-    // Only replies to a waiting execution are signalled; a message that started executions is
-    // linked to its first one and counts as delivered.
-    const [started] = await services.orm.em
-      .fork()
-      .getConnection()
-      .execute<Array<{ id: string }>>('select id from executions where id = ? and message_id = ?', [row.execution_id, row.id]);
-    if (started) {
-      await services.orm.em.fork().getConnection().execute('update messages set delivered_at = now() where id = ?', [row.id]);
-      continue;
-    }
-    if (await deliverReply(services, { messageId: row.id, executionId: row.execution_id, text: row.text }, RECONCILE_TEMPORAL_TIMEOUT_MS)) n++;
-  }
-  return n;
 }

@@ -1,0 +1,138 @@
+/**
+ * Owns the one seam through which the execution activities act on the world: delivery to
+ * the customer and every write an execution makes (steps, transcript, form waits, the
+ * completion, with their webhook events and, through the row triggers, the analytics).
+ *
+ * The live sink is the channel adapter plus the recorder. A dry run's sink
+ * (src/modules/dry-runs/dry-run.sink.ts) delivers nothing and writes only the dry run's own
+ * tables. `createExecutionActivities` receives one sink and imports neither the adapter
+ * nor the recorder, so an activity (a new node type included) has no other way to send or
+ * record: the "no side effects" mode is decided here, once, by which sink is passed.
+ */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Services } from '../../services';
+import { channelAdapterFor } from './channel-adapter';
+import {
+  clearWaiting,
+  closeWait,
+  type CloseWaitResult,
+  type Completion,
+  type ExecutionContext,
+  findStepOutput,
+  finishExecution,
+  insertStep,
+  loadNodeState,
+  openWait,
+  type OpenWaitResult,
+  type StepRecord,
+  storeOutboundMessage,
+} from './execution.recorder';
+
+export type { CloseWaitResult, ExecutionContext, OpenWaitResult, StepRecord };
+
+/** A node's outbound message; `dedupeKey` is stable across activity retries. */
+export interface SinkMessage {
+  dedupeKey: string;
+  nodeId: string;
+  text: string;
+}
+
+/** How a run ends. `waiting_for_input` only in a dry run: its recorded replies ran out. */
+export interface RunCompletion extends Omit<Completion, 'status'> {
+  status: Completion['status'] | 'waiting_for_input';
+}
+
+export interface ExecutionSink {
+  readonly mode: 'live' | 'dry_run';
+  /** The step an earlier attempt recorded (returned as is), and whether the execution still runs. */
+  nodeState(ctx: ExecutionContext, nodeId: string): Promise<{ running: boolean; output: Record<string, unknown> | undefined }>;
+  /** Sends one message to the customer, outside the service. Throws the provider's errors as they come. */
+  deliver(ctx: ExecutionContext, msg: SinkMessage): Promise<void>;
+  /** Records a sent node message and the node's completed step, once; returns the step's stored output. */
+  recordSentStep(ctx: ExecutionContext, msg: SinkMessage, step: StepRecord): Promise<Record<string, unknown>>;
+  /** Opens the wait of a form prompt (before the prompt is sent). */
+  openWait(ctx: ExecutionContext, w: { nodeId: string; field: string; waitKey: string }): Promise<OpenWaitResult>;
+  /** Records a sent form prompt in the transcript, once. */
+  recordPrompt(ctx: ExecutionContext, msg: SinkMessage): Promise<void>;
+  /** Closes a wait whose timeout fired, unless a reply claimed it first. */
+  closeWait(ctx: ExecutionContext, waitKey: string): Promise<CloseWaitResult>;
+  /** Records a form's completed step and clears the wait; `not_running` if the execution stopped meanwhile. */
+  recordFormStep(ctx: ExecutionContext, step: StepRecord): Promise<'recorded' | 'not_running'>;
+  /** Records the failed step (if any) and the final status, once; false when already finished. */
+  complete(ctx: ExecutionContext, completion: RunCompletion, failedStep?: StepRecord): Promise<boolean>;
+}
+
+/** Real delivery and the real records: what every execution of a customer's conversation uses. */
+export function liveExecutionSink(services: Services): ExecutionSink {
+  const em = () => services.orm.em.fork() as EntityManager;
+  const adapter = channelAdapterFor(services.config);
+
+  const externalIdOf = async (ctx: ExecutionContext): Promise<string | null> => {
+    if (!ctx.customerId) return null;
+    const [row] = await em().execute<Array<{ external_id: string }>>('select external_id from customers where id = ?', [ctx.customerId]);
+    return row?.external_id ?? null;
+  };
+
+  return {
+    mode: 'live',
+
+    async nodeState(ctx, nodeId) {
+      const state = await loadNodeState(em(), ctx.executionId, nodeId);
+      return { running: state.status === 'running', output: state.output };
+    },
+
+    async deliver(ctx, msg) {
+      await adapter.deliver({
+        dedupeKey: msg.dedupeKey,
+        organizationId: ctx.organizationId,
+        channel: ctx.channel,
+        customerId: ctx.customerId,
+        externalId: adapter.name === 'http' ? await externalIdOf(ctx) : null,
+        executionId: ctx.executionId,
+        nodeId: msg.nodeId,
+        text: msg.text,
+      });
+    },
+
+    async recordSentStep(ctx, msg, step) {
+      await em().transactional(async (tx) => {
+        await storeOutboundMessage(tx as EntityManager, ctx, msg);
+        await insertStep(tx as EntityManager, ctx, step);
+      });
+      return (await findStepOutput(em(), ctx.executionId, step.nodeId)) ?? step.output;
+    },
+
+    async openWait(ctx, w) {
+      return await em().transactional((tx) => openWait(tx as EntityManager, ctx, w));
+    },
+
+    async recordPrompt(ctx, msg) {
+      await em().transactional((tx) => storeOutboundMessage(tx as EntityManager, ctx, msg));
+    },
+
+    async closeWait(ctx, waitKey) {
+      return await em().transactional((tx) => closeWait(tx as EntityManager, ctx, waitKey));
+    },
+
+    async recordFormStep(ctx, step) {
+      return await em().transactional(async (tx) => {
+        // Locked, so a cancel cannot slip in between the check and the step.
+        const [exec] = await tx.execute<Array<{ status: string }>>('select status from executions where id = ? for update', [ctx.executionId]);
+        if (exec?.status !== 'running') return 'not_running' as const;
+        await insertStep(tx as EntityManager, ctx, step);
+        await clearWaiting(tx as EntityManager, ctx);
+        return 'recorded' as const;
+      });
+    },
+
+    async complete(ctx, completion, failedStep) {
+      const { status } = completion;
+      // Only a dry run runs out of recorded replies; a live form waits (and times out) instead.
+      if (status === 'waiting_for_input') throw new Error(`execution ${ctx.executionId}: waiting_for_input is not a final status`);
+      return await em().transactional(async (tx) => {
+        if (failedStep) await insertStep(tx as EntityManager, ctx, failedStep);
+        return await finishExecution(tx as EntityManager, ctx.executionId, { ...completion, status });
+      });
+    },
+  };
+}

@@ -1,0 +1,28 @@
+/** `POST /v1/messages`: a customer message comes in (tagged Executions in the OpenAPI document). */
+import { Answer, type AnyRoute, defineRoute } from '../../http/route';
+import { z } from '../../http/zod';
+import type { Services } from '../../services';
+import { InboundResultOut, MessageIn } from './message.schemas';
+import { receiveMessage } from './message.service';
+
+export function inboundRoutes(services: Services): AnyRoute[] {
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/v1/messages',
+      operationId: 'receiveMessage',
+      summary: 'Receive a customer message: resumes the execution waiting for it, or starts the workflows it triggers',
+      tag: 'Executions',
+      scope: 'workflows:write',
+      limits: ['execution_ops'],
+      body: MessageIn,
+      status: 201,
+      alsoAnswers: [[200, 'A redelivery (same provider_message_id on the channel): the first outcome; nothing new is recorded or started']],
+      response: z.object({ data: InboundResultOut }),
+      async handler({ body, credential }) {
+        const received = await receiveMessage(services, credential.organizationId, body);
+        return received.duplicate ? new Answer(200, { data: received.result }) : { data: received.result };
+      },
+    }),
+  ];
+}

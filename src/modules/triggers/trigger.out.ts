@@ -1,0 +1,67 @@
+/**
+ * The Out mappers of triggers and trigger executions: the API shape of a row, shared by the
+ * triggers routes and the webhook trigger receiver (src/modules/inbound).
+ */
+import type { z } from '../../http/zod';
+import type { Trigger } from './trigger.entity';
+import type { TriggerExecutionDetailOut, TriggerExecutionOut, TriggerRecordOut } from './trigger.schemas';
+import type { ExecutionRow } from './trigger.service';
+
+/** The webhook secret is shown on create, get and update, never in list items. */
+export function toTriggerOut(t: Trigger, opts: { withSecret: boolean } = { withSecret: true }): z.output<typeof TriggerRecordOut> {
+  const configuration = { ...t.configuration };
+  if (!opts.withSecret) delete configuration.secret;
+  return {
+    id: t.id,
+    name: t.name,
+    type: t.type,
+    status: t.status,
+    workflow_id: t.workflowId,
+    channel: t.channel as z.output<typeof TriggerRecordOut>['channel'],
+    configuration,
+    created_at: t.createdAt.toISOString(),
+    updated_at: t.updatedAt.toISOString(),
+    execution_count: t.executionCount,
+    last_triggered: t.lastTriggered?.toISOString() ?? null,
+  };
+}
+
+const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
+
+function executionInput(row: ExecutionRow): Record<string, unknown> {
+  const input = row.input ?? {};
+  return {
+    message: typeof input.message === 'string' ? input.message : null,
+    ...input,
+    customer_id: row.customer_id ?? (typeof input.customer_id === 'string' ? input.customer_id : null),
+    channel: row.channel,
+  };
+}
+
+export function toTriggerExecutionOut(row: ExecutionRow): z.output<typeof TriggerExecutionOut> {
+  return {
+    id: row.id,
+    trigger_id: row.trigger_id,
+    workflow_id: row.workflow_id,
+    status: row.status,
+    triggered_at: iso(row.triggered_at)!,
+    completed_at: iso(row.completed_at),
+    duration_ms: row.duration_ms === null ? null : Number(row.duration_ms),
+    input: executionInput(row),
+    output: { workflow_execution_id: row.execution_id },
+  };
+}
+
+export function toTriggerExecutionDetailOut(row: ExecutionRow): z.output<typeof TriggerExecutionDetailOut> {
+  const base = toTriggerExecutionOut(row);
+  const metadata = { user_agent: null, ...row.metadata, timestamp: iso(row.triggered_at)! } as { user_agent: string | null; timestamp: string };
+  return {
+    ...base,
+    input: { ...base.input, metadata },
+    output: { workflow_execution_id: row.execution_id, workflow_status: row.workflow_status },
+    error:
+      row.status === 'failed'
+        ? { code: row.error_code ?? 'TRIGGER_EXECUTION_FAILED', type: row.error_type, message: row.error_message ?? 'Trigger execution failed' }
+        : null,
+  };
+}
