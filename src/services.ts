@@ -12,6 +12,7 @@ import { createOrm, type Orm } from './db/orm';
 import { Authenticator } from './http/auth';
 import { IdempotencyStore } from './http/idempotency';
 import { type LimitName, type LimitRule, limitRulesFromConfig, RateLimiter } from './http/rate-limit';
+import { BackgroundTasks } from './background-tasks';
 import { createLogger, type Logger } from './logger';
 import { JwtVerifier } from './modules/applications/jwt-verifier';
 import { createOAuthServer, type OAuthServer } from './modules/oauth/oauth-provider';
@@ -44,6 +45,8 @@ export interface Services {
   endpoints: Endpoints;
   /** Report and export files (local directory or S3). */
   files: FileStorage;
+  /** Work requests leave running after they answer (Temporal starts after a commit). */
+  background: BackgroundTasks;
 }
 
 export function createRedis(url: string): Redis {
@@ -141,10 +144,12 @@ export async function createServices(config: Config, overrides: { logger?: Logge
     }),
     endpoints: endpointsFromConfig(config),
     files: createFileStorage(config),
+    background: new BackgroundTasks(logger),
   };
 }
 
 export async function closeServices(s: Services): Promise<void> {
+  await s.background.drain();
   s.dependencies.close();
   await s.temporal.close().catch(() => undefined);
   s.redis.disconnect();

@@ -231,14 +231,17 @@ async function receiveNew(services: Services, organizationId: string, msg: Inbou
   failpoint(services.config, 'message.after_commit');
 
   const result: InboundResult = { message_id: recorded.messageId, customer_id: recorded.customerId, status: 'no_match', executions: [] };
+  // The answer does not wait on Temporal: the rows above are the promise, and the
+  // reconciler keeps it if this process dies or Temporal is away (docs/performance.md).
   if (recorded.waiting) {
-    await deliverReply(services, { messageId: recorded.messageId, executionId: recorded.waiting.id, text: msg.message });
+    const reply = { messageId: recorded.messageId, executionId: recorded.waiting.id, text: msg.message };
+    services.background.run('reply signal', () => deliverReply(services, reply));
     result.status = 'resumed';
     result.executions.push({ id: recorded.waiting.id, workflow_id: recorded.waiting.workflow_id, trigger_id: null, action: 'resumed' });
     return result;
   }
   for (const { pending, triggerId } of recorded.started) {
-    await dispatchExecution(services, pending);
+    services.background.run('execution start', () => dispatchExecution(services, pending));
     result.executions.push({ id: pending.executionId, workflow_id: pending.workflowInput.workflowId, trigger_id: triggerId, action: 'started' });
   }
   if (result.executions.length > 0) result.status = 'started';
