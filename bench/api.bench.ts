@@ -1,28 +1,42 @@
 /**
- * `npm run bench -- api [--duration=10] [--connections=50]`
+ * `npm run bench -- api [--duration=5] [--connections=50] [--rounds=5] [--only=ours] [--cpu-prof=FILE] [--heap-prof=FILE] [--log-level=info]`
  * Same connections, same duration, same run:
  *  (a) floor:   bare Koa answering the workflow row by primary key with one raw `pg` query
- *  (b) ours:    GET /v1/workflows/{id} with a real API key, rate limiting and the ORM
+ *  (b) ours:    GET /v1/workflows/{id} with a real API key, rate limiting and the database
  *  (c) ceiling: bare Koa answering a fixed JSON object (context only)
- * Last line: ratio=<b/a>. Target ≥ 0.5.
+ * After a short warm-up of each, `rounds` interleaved rounds (the order rotates each round,
+ * so background load on a shared machine falls on every target alike). Prints per target
+ * the median and range of req/s and of p99 over the rounds, this thread's event-loop delay
+ * and GC time, then the p99 ratio and last `ratio=<median ours / median floor>`.
+ * Target: ratio ≥ 0.8 with our p99 ≤ 2× the floor's.
+ * `--only=floor|ours|ceiling` loads only that one; `--cpu-prof=FILE` CPU-profiles this thread (the servers)
+ * during the measured rounds, `--heap-prof=FILE` samples its allocations; `--log-level=info`
+ * writes the access log (to /dev/null) as production does, default silent (see docs/performance.md).
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { Pool } from 'pg';
+import pino from 'pino';
 import { createApp } from '../src/app';
+import { createLogger } from '../src/logger';
 import { loadConfig } from '../src/config';
 import { createOrm, migrate } from '../src/db/orm';
 import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
 import { WorkflowService } from '../src/modules/workflows/workflow.service';
 import { closeServices, createServices } from '../src/services';
-import { benchDatabase, benchTemporal, load, type LoadResult, log, parseBenchArgs } from './lib';
+import { benchDatabase, benchTemporal, cpuProfile, formatStats, heapProfile, load, type LoadResult, log, machineLine, parseBenchArgs, roundStats } from './lib';
 
-function summarize(label: string, rs: LoadResult[]): LoadResult {
-  const mean = (f: (r: LoadResult) => number) => rs.reduce((s, r) => s + f(r), 0) / rs.length;
-  const r = { label, requestsPerSecond: mean((x) => x.requestsPerSecond), p50: mean((x) => x.p50), p99: Math.max(...rs.map((x) => x.p99)), non2xx: rs.reduce((s, x) => s + x.non2xx, 0) };
-  log(`mean ${label.padEnd(44)} ${r.requestsPerSecond.toFixed(0).padStart(7)} req/s   p99 ${r.p99} ms`);
-  return r;
+function summarize(label: string, rs: LoadResult[]) {
+  const rps = roundStats(rs.map((r) => r.requestsPerSecond));
+  const p99 = roundStats(rs.map((r) => r.p99));
+  const loop = roundStats(rs.map((r) => r.loopDelayP99));
+  const cpu = roundStats(rs.map((r) => r.cpuUsPerRequest));
+  log(`${label}`);
+  log(`    req/s ${formatStats(rps, 'req/s')}`);
+  log(`    p99   ${formatStats(p99, 'ms')}   p50 median ${roundStats(rs.map((r) => r.p50)).median} ms   loop delay p99 median ${loop.median.toFixed(1)} ms`);
+  log(`    CPU   ${formatStats(cpu, 'µs/req')} (the servers' thread)`);
+  return { rps, p99, cpu };
 }
 
 const listen = async (app: Koa): Promise<{ server: Server; url: string }> => {
@@ -33,7 +47,13 @@ const listen = async (app: Koa): Promise<{ server: Server; url: string }> => {
 const close = (s: Server) => new Promise<void>((r) => s.close(() => r()));
 
 export async function run(args: string[]) {
-  const { duration = 5, connections = 50, rounds = 3 } = parseBenchArgs(args, { duration: 5, connections: 50, rounds: 3 });
+  const { duration = 5, connections = 50, rounds = 5 } = parseBenchArgs(args, { duration: 5, connections: 50, rounds: 5 });
+  const option = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const only = option('only');
+  const profileFile = option('cpu-prof');
+  const heapFile = option('heap-prof');
+  // `silent` compares the request paths alone; `info` adds what production pays per request: the access-log line (to /dev/null).
+  const logLevel = option('log-level') ?? 'silent';
   const db = await benchDatabase();
   const temporal = await benchTemporal();
   const high = '100000000';
@@ -41,14 +61,14 @@ export async function run(args: string[]) {
     ...process.env,
     DATABASE_URL: db.url,
     TEMPORAL_ADDRESS: temporal.address,
-    LOG_LEVEL: 'silent',
+    LOG_LEVEL: logLevel,
     REDIS_KEY_PREFIX: `wfa-bench:${Date.now()}:`,
     RATE_LIMIT_CREDENTIAL_PER_HOUR: high,
     RATE_LIMIT_RESOURCE_READ_PER_HOUR: high,
   });
   const orm = await createOrm(db.url, config.DATABASE_POOL_MAX);
   await migrate(orm);
-  const services = await createServices(config, { orm });
+  const services = await createServices(config, { orm, logger: createLogger(logLevel, pino.destination({ dest: '/dev/null', sync: true })) });
   const keys = new ApiKeyService(orm.em.fork());
   const org = await keys.ensureOrganization('bench');
   const { key } = await keys.create(org.id, 'bench', 'read');
@@ -73,22 +93,39 @@ export async function run(args: string[]) {
   const floor = await listen(floorApp);
   const ours = await listen(createApp(services).app);
   const ceiling = await listen(ceilingApp);
+  log(machineLine());
   log(`${rounds} interleaved rounds of ${duration} s per target, ${connections} connections`);
   try {
     const opts = { durationSeconds: duration, connections };
-    const targets: Array<{ label: string; url: string; headers: Record<string, string> }> = [
+    const all: Array<{ label: string; url: string; headers: Record<string, string> }> = [
       { label: '(a) bare Koa + raw pg by primary key', url: `${floor.url}/`, headers: {} },
-      { label: '(b) GET /v1/workflows/{id} (auth, limits, ORM)', url: `${ours.url}/v1/workflows/${wf.id}`, headers: { authorization: `Bearer ${key}` } },
+      { label: '(b) GET /v1/workflows/{id} (auth, limits, db)', url: `${ours.url}/v1/workflows/${wf.id}`, headers: { authorization: `Bearer ${key}` } },
       { label: '(c) bare Koa fixed JSON (ceiling)', url: `${ceiling.url}/`, headers: {} },
     ];
-    // Interleaving the targets spreads any background load on the machine over all three.
+    const targets = only ? [all[['floor', 'ours', 'ceiling'].indexOf(only)]!].filter(Boolean) : all;
+    if (targets.length === 0) throw new Error('--only takes floor, ours or ceiling');
+    // Warm-up: JIT, pool connections, Redis script cache; not counted.
+    for (const t of targets) await load(`warm-up ${t.label}`, t.url, { durationSeconds: 2, connections, headers: t.headers });
     const results = targets.map(() => [] as LoadResult[]);
-    for (let round = 0; round < rounds; round++) {
-      for (const [i, t] of targets.entries()) results[i]!.push(await load(t.label, t.url, { ...opts, headers: t.headers }));
-    }
-    const [a, b, c] = results.map((rs, i) => summarize(targets[i]!.label, rs));
-    if ([a!, b!, c!].some((r) => r.non2xx > 0)) throw new Error('non-2xx answers: the figures are not comparable');
-    log(`ratio=${(b!.requestsPerSecond / a!.requestsPerSecond).toFixed(2)}`);
+    await heapProfile(heapFile, () => cpuProfile(profileFile, async () => {
+      for (let round = 0; round < rounds; round++) {
+        for (let k = 0; k < targets.length; k++) {
+          const i = (round + k) % targets.length;
+          const t = targets[i]!;
+          results[i]!.push(await load(t.label, t.url, { ...opts, headers: t.headers }));
+        }
+      }
+    }));
+    log(machineLine());
+    if (results.flat().some((r) => r.non2xx > 0)) throw new Error('non-2xx answers: the figures are not comparable');
+    const summaries = results.map((rs, i) => summarize(targets[i]!.label, rs));
+    if (only) return;
+    const [a, b] = summaries;
+    const perRound = roundStats(results[1]!.map((r, i) => r.requestsPerSecond / results[0]![i]!.requestsPerSecond));
+    log(`per-round ratio ${formatStats(perRound, '', 2)}`);
+    log(`CPU per request floor / ours = ${(a!.cpu.median / b!.cpu.median).toFixed(2)} (what the ratio would be if both were CPU-bound on this thread alone)`);
+    log(`p99 ours / floor = ${(b!.p99.median / a!.p99.median).toFixed(2)} (median p99 ${b!.p99.median} ms vs ${a!.p99.median} ms; target ≤ 2)`);
+    log(`ratio=${(b!.rps.median / a!.rps.median).toFixed(2)}`);
   } finally {
     await Promise.all([close(floor.server), close(ours.server), close(ceiling.server)]);
     await pool.end();

@@ -1,28 +1,39 @@
 /**
- * `npm run bench -- executions [--n 200] [--concurrency 20]`: N inbound messages through
- * `POST /v1/messages`, each starting a two-node message workflow, run to `success`.
- * Baseline in the same run: N bare Temporal workflows of two no-op activities each,
- * started with the client on the same server, with a worker built with the same settings.
+ * `npm run bench -- executions [--n 200] [--concurrency 20] [--rounds 3] [--cpu-prof FILE]`:
+ * N inbound messages through `POST /v1/messages`, each starting a two-node message
+ * workflow, run to `success`. Baseline in the same run: N bare Temporal workflows of two
+ * no-op activities each, started with the client on the same server, with a worker built
+ * with the same settings. `rounds` interleaved rounds (ours, bare, ours, bare, ...).
  *
  * Both sides run with the same bounded concurrency: `concurrency` slots, each keeps ONE
  * execution in flight (ours: send the message, wait until its run has closed, which is
  * after the execution's completion committed in PostgreSQL; bare: `execute`, which waits
  * for the result). So the latency percentiles are per execution, not the time a message
  * spent queued behind all the others (accepting messages is much faster than running
- * them). Throughput = completed executions per second; prints `ratio=<ours/bare>` last.
+ * them). Throughput = completed executions per second.
+ *
+ * Prints per round, then the median and range over the rounds of: executions/s, the
+ * `POST /v1/messages` answer time p50/p99 (targets ≤ 20 ms / ≤ 100 ms), message→success
+ * p50/p99; and where a POST's time goes while ours runs: the Temporal start awaited in the
+ * request, what the database backends were doing (pg_stat_activity sampled every 10 ms:
+ * lock waits, commit flushes, idle in transaction = waiting on this process), connection
+ * pool waits and this thread's event-loop delay. `--cpu-prof FILE` CPU-profiles this
+ * thread during the first round of ours. Last line: `ratio=<median ours/median bare>`.
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
+import { Client } from 'pg';
 import { createApp } from '../src/app';
 import { loadConfig } from '../src/config';
-import { createOrm, migrate } from '../src/db/orm';
+import { createOrm, migrate, type Orm } from '../src/db/orm';
 import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
 import { closeServices, createServices } from '../src/services';
 import { createActivities } from '../temporal/activities';
 import { createWorker, runWorker } from '../temporal/worker';
-import { benchDatabase, benchTemporal, log } from './lib';
+import { benchDatabase, benchTemporal, cpuProfile, formatStats, log, machineLine, roundStats } from './lib';
 
 const STEPS = 2;
 
@@ -33,7 +44,10 @@ function arg(args: string[], name: string, fallback: number): number {
   return v;
 }
 
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
+const pct = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
+};
 
 /** Runs `fn(i)` for i in [0, n) with at most `concurrency` in flight. */
 async function pool(n: number, concurrency: number, fn: (i: number) => Promise<void>) {
@@ -45,11 +59,90 @@ async function pool(n: number, concurrency: number, fn: (i: number) => Promise<v
   );
 }
 
+/**
+ * Samples what the benchmark database's client backends are doing every 10 ms: the share
+ * of backend-samples per state and wait event, and which statements wait on locks.
+ */
+function sampleBackends(databaseUrl: string) {
+  const client = new Client({ connectionString: databaseUrl });
+  // Dropping the database at the end terminates this connection: not an error of the run.
+  client.on('error', () => undefined);
+  const states = new Map<string, number>();
+  const lockWaiters = new Map<string, number>();
+  let samples = 0;
+  let running = true;
+  const done = (async () => {
+    await client.connect();
+    while (running) {
+      const { rows } = await client.query<{ state: string; wait: string; query: string }>(
+        `select coalesce(state, '?') as state, coalesce(wait_event_type || ':' || wait_event, '') as wait, left(regexp_replace(query, '\\s+', ' ', 'g'), 70) as query
+           from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'`,
+      );
+      samples++;
+      for (const r of rows) {
+        const key = r.state === 'active' ? `active ${r.wait || '(on CPU)'}` : r.state === 'idle' ? 'idle' : `${r.state} ${r.wait}`.trim();
+        states.set(key, (states.get(key) ?? 0) + 1);
+        if (r.wait.startsWith('Lock:')) lockWaiters.set(`${r.wait} ${r.query}`, (lockWaiters.get(`${r.wait} ${r.query}`) ?? 0) + 1);
+      }
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await client.end();
+  })();
+  return {
+    async stop() {
+      running = false;
+      await done;
+      const busy = [...states].filter(([k]) => k !== 'idle');
+      const total = busy.reduce((a, [, v]) => a + v, 0);
+      const lines = busy
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 8)
+        .map(([k, v]) => `      ${((100 * v) / Math.max(1, total)).toFixed(0).padStart(3)} %  ${k}  (mean ${(v / Math.max(1, samples)).toFixed(1)} backends)`);
+      const locks = [...lockWaiters]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 5)
+        .map(([k, v]) => `      ${((100 * v) / Math.max(1, total)).toFixed(0).padStart(3)} %  ${k}`);
+      return [`    database backends not idle, ${samples} samples:`, ...lines, ...(locks.length ? ['    lock waits by statement:', ...locks] : [])];
+    },
+  };
+}
+
+/** Samples the ORM pool (knex/tarn) every 10 ms: requests waiting for a connection. */
+function samplePool(orm: Orm) {
+  const tarn = (orm.em.getConnection().getKnex() as unknown as { client: { pool: { numPendingAcquires(): number; numUsed(): number } } }).client.pool;
+  const waiting: number[] = [];
+  const used: number[] = [];
+  const timer = setInterval(() => {
+    waiting.push(tarn.numPendingAcquires());
+    used.push(tarn.numUsed());
+  }, 10);
+  return {
+    stop() {
+      clearInterval(timer);
+      const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+      return `    ORM pool: mean ${mean(used).toFixed(1)} connections in use, mean ${mean(waiting).toFixed(1)} requests waiting (max ${Math.max(0, ...waiting)})`;
+    },
+  };
+}
+
+interface OursRound {
+  rate: number;
+  e2e: number[];
+  accept: number[];
+  temporalStart: number[];
+  failed: number;
+  loopDelayP99: number;
+  diagnostics: string[];
+}
+
 export async function run(args: string[]): Promise<void> {
   // Worker state changes would otherwise print after the ratio line.
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const n = arg(args, 'n', 200);
   const concurrency = arg(args, 'concurrency', 20);
+  const rounds = arg(args, 'rounds', 3);
+  const profileAt = args.indexOf('--cpu-prof');
+  const profileFile = profileAt >= 0 ? args[profileAt + 1] : undefined;
   const db = await benchDatabase();
   const temporal = await benchTemporal();
   const suffix = randomBytes(4).toString('hex');
@@ -84,6 +177,19 @@ export async function run(args: string[]): Promise<void> {
     }),
   );
 
+  // Times the Temporal starts our requests await (the bare side calls `execute`, not timed).
+  const temporalStart: number[] = [];
+  const workflowClient = services.temporal.client.workflow;
+  const start = workflowClient.start.bind(workflowClient);
+  workflowClient.start = (async (...a: Parameters<typeof start>) => {
+    const t = performance.now();
+    try {
+      return await start(...a);
+    } finally {
+      temporalStart.push(performance.now() - t);
+    }
+  }) as typeof start;
+
   try {
     const org = await new ApiKeyService(orm.em.fork()).ensureOrganization(`bench-${suffix}`);
     const { key } = await new ApiKeyService(orm.em.fork()).create(org.id, 'bench', 'admin');
@@ -105,57 +211,94 @@ export async function run(args: string[]): Promise<void> {
       },
     });
     await post(`/v1/workflows/${wf.data.id}/activate`);
-    log(`executions benchmark: n=${n} concurrency=${concurrency} steps=${STEPS} temporal=${temporal.address}`);
+    log(machineLine());
+    log(`executions benchmark: n=${n} concurrency=${concurrency} steps=${STEPS} rounds=${rounds} temporal=${temporal.address}`);
 
     // Ours: message in → execution closed (its completion committed in PostgreSQL first).
-    const oursLat: number[] = [];
-    const acceptLat: number[] = [];
-    let runFailures = 0;
-    const t0 = Date.now();
-    await pool(n, concurrency, async (i) => {
-      const sent = Date.now();
-      const res = await post('/v1/messages', { channel: 'whatsapp', customer_id: `bench-${i}`, message: 'bench please' });
-      const id = res.data.executions[0].id as string;
-      acceptLat.push(Date.now() - sent);
-      await services.temporal.client.workflow.getHandle(id).result().catch(() => runFailures++);
-      oursLat.push(Date.now() - sent);
-    });
-    const oursSeconds = (Date.now() - t0) / 1000;
-    const [row] = await orm.em.fork().getConnection().execute<Array<{ running: number; failed: number; p50: number; p99: number }>>(
-      `select count(*) filter (where status = 'running')::int as running, count(*) filter (where status not in ('running', 'success'))::int as failed,
-              percentile_disc(0.5) within group (order by duration_ms) as p50, percentile_disc(0.99) within group (order by duration_ms) as p99
-         from executions where workflow_id = ?`,
-      [wf.data.id],
-    );
-    if ((row?.running ?? 0) > 0) throw new Error(`${row!.running} executions still running after their runs closed`);
-    const failed = Math.max(row?.failed ?? 0, runFailures);
-    oursLat.sort((a, b) => a - b);
-    acceptLat.sort((a, b) => a - b);
-    const oursRate = n / oursSeconds;
+    const runOurs = async (round: number): Promise<OursRound> => {
+      const e2e: number[] = [];
+      const accept: number[] = [];
+      let runFailures = 0;
+      temporalStart.length = 0;
+      const backends = sampleBackends(db.url);
+      const poolWaits = samplePool(orm);
+      const delay = monitorEventLoopDelay({ resolution: 1 });
+      delay.enable();
+      const t0 = Date.now();
+      let diagnostics: string[] = [];
+      try {
+        await cpuProfile(round === 0 ? profileFile : undefined, () =>
+          pool(n, concurrency, async (i) => {
+            const sent = performance.now();
+            const res = await post('/v1/messages', { channel: 'whatsapp', customer_id: `bench-${round}-${i}`, message: 'bench please' });
+            const id = res.data.executions[0].id as string;
+            accept.push(performance.now() - sent);
+            await services.temporal.client.workflow.getHandle(id).result().catch(() => runFailures++);
+            e2e.push(performance.now() - sent);
+          }),
+        );
+      } finally {
+        delay.disable();
+        diagnostics = [...(await backends.stop()), poolWaits.stop()];
+      }
+      const seconds = (Date.now() - t0) / 1000;
+      const [row] = await orm.em.fork().getConnection().execute<Array<{ running: number; failed: number }>>(
+        `select count(*) filter (where status = 'running')::int as running, count(*) filter (where status not in ('running', 'success'))::int as failed
+           from executions where workflow_id = ?`,
+        [wf.data.id],
+      );
+      if ((row?.running ?? 0) > 0) throw new Error(`${row!.running} executions still running after their runs closed`);
+      return { rate: n / seconds, e2e, accept, temporalStart: [...temporalStart], failed: Math.max(row?.failed ?? 0, runFailures), loopDelayP99: delay.percentile(99) / 1e6, diagnostics };
+    };
 
     // Bare Temporal: the same number of workflows, STEPS no-op activities each.
-    const bareLat: number[] = [];
-    const t1 = Date.now();
-    await pool(n, concurrency, async (i) => {
-      const started = Date.now();
-      await services.temporal.client.workflow.execute('bareStepsWorkflow', {
-        taskQueue: bareQueue,
-        workflowId: `bench-bare-${suffix}-${i}`,
-        args: [STEPS],
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        workflowIdConflictPolicy: 'FAIL',
+    const runBare = async (round: number) => {
+      const lat: number[] = [];
+      const t1 = Date.now();
+      await pool(n, concurrency, async (i) => {
+        const started = performance.now();
+        await services.temporal.client.workflow.execute('bareStepsWorkflow', {
+          taskQueue: bareQueue,
+          workflowId: `bench-bare-${suffix}-${round}-${i}`,
+          args: [STEPS],
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          workflowIdConflictPolicy: 'FAIL',
+        });
+        lat.push(performance.now() - started);
       });
-      bareLat.push(Date.now() - started);
-    });
-    const bareSeconds = (Date.now() - t1) / 1000;
-    const bareRate = n / bareSeconds;
-    bareLat.sort((a, b) => a - b);
+      return { rate: n / ((Date.now() - t1) / 1000), lat };
+    };
 
-    log(`ours (POST /v1/messages → execution success, ${concurrency} in flight): ${oursRate.toFixed(1)} executions/s  p50 ${pct(oursLat, 50)} ms  p99 ${pct(oursLat, 99)} ms  failed ${failed}`);
-    log(`bare Temporal (${STEPS} no-op activities, ${concurrency} in flight):      ${bareRate.toFixed(1)} workflows/s   p50 ${pct(bareLat, 50)} ms  p99 ${pct(bareLat, 99)} ms`);
-    // Where our time goes: the POST until the answer, and the execution row's own started_at → completed_at.
-    log(`  ours breakdown: message accepted p50 ${pct(acceptLat, 50)} ms p99 ${pct(acceptLat, 99)} ms; execution duration_ms p50 ${row?.p50 ?? 0} ms p99 ${row?.p99 ?? 0} ms`);
-    log(`ratio=${(oursRate / bareRate).toFixed(2)}`);
+    const oursRounds: OursRound[] = [];
+    const bareRounds: Array<{ rate: number; lat: number[] }> = [];
+    const ms = (v: number) => v.toFixed(0);
+    for (let round = 0; round < rounds; round++) {
+      const o = await runOurs(round);
+      oursRounds.push(o);
+      log(`round ${round + 1} ours: ${o.rate.toFixed(1)} executions/s  POST /v1/messages p50 ${ms(pct(o.accept, 50))} ms p99 ${ms(pct(o.accept, 99))} ms  message→success p50 ${ms(pct(o.e2e, 50))} ms p99 ${ms(pct(o.e2e, 99))} ms  failed ${o.failed}`);
+      log(`    Temporal start awaited in the request: p50 ${ms(pct(o.temporalStart, 50))} ms p99 ${ms(pct(o.temporalStart, 99))} ms; event-loop delay p99 ${o.loopDelayP99.toFixed(1)} ms`);
+      for (const line of o.diagnostics) log(line);
+      const b = await runBare(round);
+      bareRounds.push(b);
+      log(`round ${round + 1} bare: ${b.rate.toFixed(1)} workflows/s  p50 ${ms(pct(b.lat, 50))} ms p99 ${ms(pct(b.lat, 99))} ms`);
+    }
+    log(machineLine());
+    const over = <T>(xs: T[], f: (x: T) => number) => roundStats(xs.map(f));
+    const oursRate = over(oursRounds, (o) => o.rate);
+    const bareRate = over(bareRounds, (b) => b.rate);
+    log(`ours (POST /v1/messages → execution success, ${concurrency} in flight), ${rounds} rounds of ${n}:`);
+    log(`    executions/s            ${formatStats(oursRate, '/s', 1)}`);
+    log(`    POST /v1/messages p50   ${formatStats(over(oursRounds, (o) => pct(o.accept, 50)), 'ms')}   (target ≤ 20 ms)`);
+    log(`    POST /v1/messages p99   ${formatStats(over(oursRounds, (o) => pct(o.accept, 99)), 'ms')}   (target ≤ 100 ms)`);
+    log(`    Temporal start p50      ${formatStats(over(oursRounds, (o) => pct(o.temporalStart, 50)), 'ms')}`);
+    log(`    message→success p50     ${formatStats(over(oursRounds, (o) => pct(o.e2e, 50)), 'ms')}`);
+    log(`    message→success p99     ${formatStats(over(oursRounds, (o) => pct(o.e2e, 99)), 'ms')}`);
+    log(`    failed                  ${oursRounds.reduce((a, o) => a + o.failed, 0)}`);
+    log(`bare Temporal (${STEPS} no-op activities, ${concurrency} in flight):`);
+    log(`    workflows/s             ${formatStats(bareRate, '/s', 1)}`);
+    log(`    p50                     ${formatStats(over(bareRounds, (b) => pct(b.lat, 50)), 'ms')}`);
+    log(`    p99                     ${formatStats(over(bareRounds, (b) => pct(b.lat, 99)), 'ms')}`);
+    log(`ratio=${(oursRate.median / bareRate.median).toFixed(2)}`);
   } finally {
     await Promise.all([ours.shutdown(), bare.shutdown()]);
     await new Promise<void>((r) => server.close(() => r()));

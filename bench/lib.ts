@@ -7,6 +7,9 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { findOrInstallTemporalCli } from '../scripts/lib/temporal-cli';
 import { ensureSearchAttributes } from '../src/temporal-search-attributes';
@@ -46,6 +49,54 @@ export interface LoadResult {
   p50: number;
   p99: number;
   non2xx: number;
+  /** This (the servers') thread while the load ran: event-loop delay p99 and max, time in GC. */
+  loopDelayP99: number;
+  loopDelayMax: number;
+  gcMs: number;
+  gcMaxMs: number;
+  /** CPU time this (the servers') thread spent per answered request, in µs: far less noisy than req/s on a shared machine. */
+  cpuUsPerRequest: number;
+}
+
+/** CPU time (user + system) of this process's main thread so far, in ms (Linux /proc; NaN elsewhere). */
+export function mainThreadCpuMs(): number {
+  try {
+    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** USER_HZ, which Linux fixes at 100 on every architecture Node runs on. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/**
+ * Watches this thread while `during` runs: the event-loop delay histogram (how long a ready
+ * callback waited: GC pauses and long synchronous work show here) and every GC pause.
+ */
+async function observeLoop<T>(during: () => Promise<T>) {
+  const delay = monitorEventLoopDelay({ resolution: 1 });
+  const pauses: number[] = [];
+  const gc = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) pauses.push(e.duration);
+  });
+  gc.observe({ entryTypes: ['gc'] });
+  delay.enable();
+  try {
+    const result = await during();
+    return {
+      result,
+      loopDelayP99: delay.percentile(99) / 1e6,
+      loopDelayMax: delay.max / 1e6,
+      gcMs: pauses.reduce((a, b) => a + b, 0),
+      gcMaxMs: Math.max(0, ...pauses),
+    };
+  } finally {
+    delay.disable();
+    gc.disconnect();
+  }
 }
 
 export async function load(
@@ -53,23 +104,105 @@ export async function load(
   url: string,
   opts: { durationSeconds: number; connections: number; headers?: Record<string, string> },
 ): Promise<LoadResult> {
-  const result = await autocannon({
-    url,
-    connections: opts.connections,
-    // The load generator runs in its own thread so it does not share the servers' event loop.
-    workers: 1,
-    duration: opts.durationSeconds,
-    headers: opts.headers ?? {},
-  });
+  const cpuBefore = mainThreadCpuMs();
+  const { result, ...loop } = await observeLoop(() =>
+    autocannon({
+      url,
+      connections: opts.connections,
+      // The load generator runs in its own thread so it does not share the servers' event loop.
+      workers: 1,
+      duration: opts.durationSeconds,
+      headers: opts.headers ?? {},
+    }),
+  );
   const r: LoadResult = {
     label,
     requestsPerSecond: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
     non2xx: result.non2xx,
+    ...loop,
+    cpuUsPerRequest: ((mainThreadCpuMs() - cpuBefore) * 1000) / Math.max(1, result.requests.total),
   };
-  log(`${label.padEnd(44)} ${r.requestsPerSecond.toFixed(0).padStart(7)} req/s   p50 ${r.p50} ms   p99 ${r.p99} ms   non-2xx ${r.non2xx}`);
+  log(
+    `${label.padEnd(48)} ${r.requestsPerSecond.toFixed(0).padStart(6)} req/s  p50 ${r.p50} ms  p99 ${r.p99} ms  CPU ${r.cpuUsPerRequest.toFixed(0)} µs/req  ` +
+      `loop delay p99 ${r.loopDelayP99.toFixed(1)} ms max ${r.loopDelayMax.toFixed(0)} ms  GC ${r.gcMs.toFixed(0)} ms (max ${r.gcMaxMs.toFixed(1)})  non-2xx ${r.non2xx}`,
+  );
   return r;
+}
+
+/** Median and range of one figure over a benchmark's rounds. */
+export interface RoundStats {
+  median: number;
+  min: number;
+  max: number;
+  /** Largest distance from the median, as a fraction of it: above 0.15 is a finding to explain. */
+  spread: number;
+}
+
+export const SPREAD_TO_EXPLAIN = 0.15;
+
+export function roundStats(values: number[]): RoundStats {
+  const sorted = [...values].sort((x, y) => x - y);
+  const mid = sorted.length >> 1;
+  const median = sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  const min = sorted[0]!;
+  const max = sorted[sorted.length - 1]!;
+  return { median, min, max, spread: median === 0 ? 0 : Math.max(median - min, max - median) / median };
+}
+
+/** `median X (min–max, ±N %)`, marked when the rounds disagree by more than ±15 %. */
+export function formatStats(s: RoundStats, unit: string, digits = 0): string {
+  const f = (v: number) => v.toFixed(digits);
+  const flag = s.spread > SPREAD_TO_EXPLAIN ? '  ← spread > ±15 %' : '';
+  return `median ${f(s.median)} ${unit} (${f(s.min)}–${f(s.max)}, ±${Math.round(s.spread * 100)} %)${flag}`;
+}
+
+/** Where and under what load a figure was taken: the figures are meaningless without it. */
+export function machineLine(): string {
+  const [l1, l5, l15] = os.loadavg().map((v) => v.toFixed(2));
+  return `${new Date().toISOString()}  ${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}, load average ${l1} ${l5} ${l15}`;
+}
+
+/**
+ * CPU-profiles this thread while `during` runs (start-up and module loading left out,
+ * unlike `node --cpu-prof`) and writes a .cpuprofile that Chrome DevTools opens and
+ * bench/support/cpuprofile-summary.ts summarizes.
+ */
+export async function cpuProfile<T>(file: string | undefined, during: () => Promise<T>): Promise<T> {
+  if (!file) return during();
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  try {
+    return await during();
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(file, JSON.stringify(profile));
+    session.disconnect();
+    log(`CPU profile written to ${file}`);
+  }
+}
+
+/**
+ * Samples this thread's allocations while `during` runs, including objects the GC has
+ * already collected (what makes GC work), and writes a .heapprofile (Chrome DevTools).
+ */
+export async function heapProfile<T>(file: string | undefined, during: () => Promise<T>): Promise<T> {
+  if (!file) return during();
+  const session = new Session();
+  session.connect();
+  await session.post('HeapProfiler.enable');
+  await session.post('HeapProfiler.startSampling', { samplingInterval: 8192, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  try {
+    return await during();
+  } finally {
+    const { profile } = await session.post('HeapProfiler.stopSampling');
+    writeFileSync(file, JSON.stringify(profile));
+    session.disconnect();
+    log(`heap allocation profile written to ${file}`);
+  }
 }
 
 export function parseBenchArgs(args: string[], defaults: Record<string, number>): Record<string, number> {

@@ -1,9 +1,9 @@
 /**
  * Builds the Koa application from a `Services` bag without listening, so tests and the
- * server share the same wiring. Order: request id + access log → error envelope → JSON
- * body → input guard (NUL characters, nesting) → routes → 404/405 fallbacks. There is no
- * ORM request context (AsyncLocalStorage costs every promise of every request): each
- * service gets its own `em.fork()`.
+ * server share the same wiring. Order: request id + access log → error envelope → OAuth
+ * server → JSON body and input guard (NUL characters, nesting) → routes → 404/405
+ * fallbacks. There is no ORM request context (AsyncLocalStorage costs every promise of every
+ * request): each service gets its own `em.fork()`.
  */
 import { readFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
@@ -92,20 +92,7 @@ export function createApp(services: Services) {
   app.use(errorEnvelope(services.logger, services));
   // The OAuth server and its pages take form bodies and answer in OAuth's own shapes.
   app.use(oauthMiddleware(services));
-  app.use(requireJsonBody);
-  app.use(
-    koaBody({
-      json: true,
-      urlencoded: false,
-      text: false,
-      multipart: false,
-      jsonLimit: MAX_BODY_BYTES,
-      jsonStrict: true,
-      includeUnparsed: true,
-      parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
-    }),
-  );
-  app.use(inputGuard);
+  app.use(jsonBodyThenInputGuard);
   app.use(notFoundFallback);
   for (const extra of EXTRA_ROUTER_FACTORIES.map((f) => f(services))) app.use(extra.routes()).use(extra.allowedMethods());
   app.use(router.routes());
@@ -135,16 +122,32 @@ export async function listen(app: Koa, services: Services, port: number, host: s
   return server;
 }
 
-/** Bodies are JSON only: anything else with content is 415 before it is read. */
-async function requireJsonBody(ctx: Context, next: Next) {
-  const hasBody = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
-  if (hasBody && !ctx.is('application/json', 'application/*+json')) {
+const parseJsonBody = koaBody({
+  json: true,
+  urlencoded: false,
+  text: false,
+  multipart: false,
+  jsonLimit: MAX_BODY_BYTES,
+  jsonStrict: true,
+  includeUnparsed: true,
+  parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
+});
+
+/**
+ * Bodies are JSON only: anything else with content is 415 before it is read, more than
+ * 1 MiB is 413; then the JSON parser and the input guard. One middleware, and a request
+ * without a body (most GETs) skips the parser, which would find nothing to parse: every
+ * layer costs each request a few promises (docs/performance.md).
+ */
+async function jsonBodyThenInputGuard(ctx: Context, next: Next) {
+  const length = Number(ctx.get('content-length') || 0);
+  const hasBody = length > 0 || ctx.get('transfer-encoding') !== '';
+  if (!hasBody) return inputGuard(ctx, next);
+  if (!ctx.is('application/json', 'application/*+json')) {
     throw new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Request body must be application/json');
   }
-  if (Number(ctx.get('content-length') || 0) > MAX_BODY_BYTES) {
-    throw new AppError(413, 'PAYLOAD_TOO_LARGE', 'Request body exceeds 1 MiB');
-  }
-  return next();
+  if (length > MAX_BODY_BYTES) throw new AppError(413, 'PAYLOAD_TOO_LARGE', 'Request body exceeds 1 MiB');
+  return parseJsonBody(ctx, () => inputGuard(ctx, next));
 }
 
 const SWAGGER_ASSETS = new Set(['swagger-ui.css', 'swagger-ui-bundle.js', 'swagger-ui-standalone-preset.js', 'favicon-32x32.png']);

@@ -4,8 +4,13 @@
  *
  * API keys are looked up by SHA-256 hash and cached in-process for AUTH_CACHE_TTL_MS
  * (≤ 1 s), so a hot key costs no database round trip while a revocation still bites
- * within a second in every process without any cross-process signalling. Other Bearer
- * values (OAuth access tokens, JWTs) go to the `BearerVerifier`s the services register.
+ * within a second in every process without any cross-process signalling. An entry is
+ * served until TTL after its lookup *started*; past half its life the first request
+ * starts one background lookup (refresh-ahead) and is answered from the entry, so a key
+ * in steady use never waits on the database. A miss is looked up once however many
+ * requests wait on it (no stampede of identical queries at each expiry, which measured
+ * as the API's p99: docs/performance.md). Other Bearer values (OAuth access tokens,
+ * JWTs) go to the `BearerVerifier`s the services register.
  */
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -95,7 +100,10 @@ export const scopeInsufficient = (message: string, scope: string) =>
 
 interface CacheEntry {
   credential: Credential | null;
+  /** When the lookup that produced it started, plus the TTL: never served later. */
   expiresAt: number;
+  /** From here on the first request starts a background lookup. */
+  refreshAt: number;
 }
 
 const MAX_CACHE_ENTRIES = 10_000;
@@ -104,6 +112,8 @@ const LAST_USED_WRITE_INTERVAL_MS = 60_000;
 
 export class Authenticator {
   private readonly cache = new Map<string, CacheEntry>();
+  /** One lookup per key hash at a time; `forget` drops it so its answer is not cached. */
+  private readonly lookups = new Map<string, Promise<CacheEntry>>();
   private readonly lastUsedWritten = new Map<string, number>();
 
   constructor(
@@ -131,16 +141,40 @@ export class Authenticator {
     const hash = hashApiKey(token);
     const now = Date.now();
     let entry = this.cache.get(hash);
-    if (!entry || entry.expiresAt <= now) {
-      entry = { credential: await this.load(hash), expiresAt: now + this.ttlMs };
-      if (this.ttlMs > 0) {
-        if (this.cache.size >= MAX_CACHE_ENTRIES) this.cache.clear();
-        this.cache.set(hash, entry);
+    if (entry && entry.expiresAt > now) {
+      if (now >= entry.refreshAt && !this.lookups.has(hash)) {
+        // A failed refresh is not this request's problem: the entry still holds until it expires.
+        this.lookup(hash, now).catch((err: unknown) => this.logger.warn({ err }, 'api key refresh failed'));
       }
+    } else {
+      entry = await (this.lookups.get(hash) ?? this.lookup(hash, now));
     }
     if (!entry.credential) throw unauthorized('INVALID_API_KEY', 'API key is invalid or revoked');
     this.touch(entry.credential.id, now);
     return entry.credential;
+  }
+
+  private lookup(hash: string, startedAt: number): Promise<CacheEntry> {
+    const entryOf = (credential: Credential | null) => ({ credential, expiresAt: startedAt + this.ttlMs, refreshAt: startedAt + this.ttlMs / 2 });
+    // Without a cache every request reads the key itself: a shared lookup may predate it.
+    if (this.ttlMs === 0) return this.load(hash).then(entryOf);
+    // Assigned before the body first resumes after its await, where it compares against it.
+    let lookup!: Promise<CacheEntry>;
+    lookup = (async () => {
+      try {
+        const entry = entryOf(await this.load(hash));
+        // Forgotten meanwhile (revoked here): answer the waiting requests, keep nothing.
+        if (this.lookups.get(hash) === lookup) {
+          if (this.cache.size >= MAX_CACHE_ENTRIES) this.cache.clear();
+          this.cache.set(hash, entry);
+        }
+        return entry;
+      } finally {
+        if (this.lookups.get(hash) === lookup) this.lookups.delete(hash);
+      }
+    })();
+    this.lookups.set(hash, lookup);
+    return lookup;
   }
 
   private async load(hash: string): Promise<Credential | null> {
@@ -170,6 +204,7 @@ export class Authenticator {
   /** Forgets a key at once in this process (other processes follow within the TTL). */
   forget(keyHash: string): void {
     this.cache.delete(keyHash);
+    this.lookups.delete(keyHash);
   }
 }
 

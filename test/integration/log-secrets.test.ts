@@ -65,4 +65,24 @@ describe('secrets in logs', () => {
     expect(out).toContain('redaction probe');
     for (const value of ['v-top', 'v-nested', 'v-deep', 'v-deeper', 'v-key', 'v-auth', 'v-sig']) expect(out).not.toContain(value);
   });
+
+  it('redacts in arrays, child bindings and errors, and leaves the logged objects as they were', () => {
+    const start = lines.length;
+    const logged = { hooks: [{ url: 'https://example.com', secret: 'v-array' }], count: 2 };
+    const failure = Object.assign(new Error('boom'), { token: 'v-error' });
+    const logger = createLogger('info', {
+      write: (line: string) => {
+        lines.push(line);
+      },
+    }).child({ client: { client_secret: 'v-binding', id: 'c1' } });
+    logger.info(logged, 'array probe');
+    logger.error({ err: failure }, 'error probe');
+    const out = lines.slice(start).join('\n');
+    for (const value of ['v-array', 'v-binding', 'v-error']) expect(out).not.toContain(value);
+    const [arrayLine, errorLine] = lines.slice(start).map((l) => JSON.parse(l) as Record<string, any>);
+    expect(arrayLine).toMatchObject({ hooks: [{ url: 'https://example.com', secret: '[redacted]' }], count: 2, client: { id: 'c1' } });
+    expect(errorLine!.err).toMatchObject({ message: 'boom', token: '[redacted]', stack: expect.stringContaining('boom') });
+    expect(logged.hooks[0]!.secret).toBe('v-array');
+    expect(failure.token).toBe('v-error');
+  });
 });

@@ -18,6 +18,7 @@ import { Migration20261125000400_reports_exports } from './Migration202611250004
 import { Migration20261125000500_replays } from './Migration20261125000500_replays';
 import { Migration20261126000100_job_starts } from './Migration20261126000100_job_starts';
 import { Migration20261126000200_dry_runs } from './Migration20261126000200_dry_runs';
+import { Migration20261127000100_deferred_rollups } from './Migration20261127000100_deferred_rollups';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -36,4 +37,5 @@ export const migrationsList = [
   { name: 'Migration20261125000500_replays', class: Migration20261125000500_replays },
   { name: 'Migration20261126000100_job_starts', class: Migration20261126000100_job_starts },
   { name: 'Migration20261126000200_dry_runs', class: Migration20261126000200_dry_runs },
+  { name: 'Migration20261127000100_deferred_rollups', class: Migration20261127000100_deferred_rollups },
 ];

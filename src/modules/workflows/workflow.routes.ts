@@ -5,7 +5,6 @@ import { type AnyRoute, defineRoute } from '../../http/route';
 import { z } from '../../http/zod';
 import { successRatio } from '../metrics/execution-metrics';
 import type { Services } from '../../services';
-import type { Workflow } from './workflow.entity';
 import {
   classifyWorkflowIssue,
   WorkflowActivationOut,
@@ -16,14 +15,14 @@ import {
   WorkflowOut,
   WorkflowUpdate,
 } from './workflow.schemas';
-import { WorkflowService } from './workflow.service';
+import { type WorkflowDetail, WorkflowService } from './workflow.service';
 
 /** The spec's `success_rate`: null for a workflow with no finished execution. */
 function successRate(success: number, failure: number): number | null {
   return success + failure === 0 ? null : successRatio(success, failure);
 }
 
-function toWorkflowOut(wf: Omit<Workflow, 'configuration'>): z.output<typeof WorkflowOut> {
+function toWorkflowOut(wf: Omit<WorkflowDetail, 'configuration' | 'revision'>): z.output<typeof WorkflowOut> {
   return {
     id: wf.id,
     name: wf.name,
@@ -45,6 +44,9 @@ const CONFIG_ERRORS: Array<[number, string]> = [
 
 export function workflowRoutes(services: Services): AnyRoute[] {
   const svc = () => new WorkflowService(services.orm.em.fork());
+  // `read` only borrows a pooled connection: the global EntityManager serves it without a
+  // fork per request (its unit of work is never touched; allowGlobalContext: false guards that).
+  const reader = new WorkflowService(services.orm.em);
   const tag = 'Workflows';
   return [
     defineRoute({
@@ -75,7 +77,7 @@ export function workflowRoutes(services: Services): AnyRoute[] {
       response: z.object({ data: WorkflowDetailOut }),
       errors: [NOT_FOUND],
       async handler({ params, credential }) {
-        const wf = await svc().read(credential.organizationId, params.workflow_id);
+        const wf = await reader.read(credential.organizationId, params.workflow_id);
         return { data: { ...toWorkflowOut(wf), configuration: wf.configuration, revision: wf.revision } };
       },
     }),

@@ -23,11 +23,15 @@ export interface WorkflowListFilter {
 
 /** Timestamps arrive as strings or Dates, depending on the pg type parsers the ORM installed. */
 type Timestamp = string | Date;
-const toDate = (v: Timestamp | null) => (v === null ? null : new Date(v));
 
-interface WorkflowRow {
+/** What `GET /v1/workflows/{id}` answers with: the columns it shows, nothing else. */
+export type WorkflowDetail = Pick<
+  Workflow,
+  'id' | 'name' | 'description' | 'status' | 'channel' | 'configuration' | 'revision' | 'executionCount' | 'successCount' | 'failureCount' | 'createdAt' | 'updatedAt'
+>;
+
+interface WorkflowDetailRow {
   id: string;
-  organization_id: string;
   name: string;
   description: string;
   status: WorkflowStatus;
@@ -39,10 +43,18 @@ interface WorkflowRow {
   failure_count: number;
   created_at: Timestamp;
   updated_at: Timestamp;
-  activated_at: Timestamp | null;
-  deactivated_at: Timestamp | null;
-  deleted_at: Timestamp | null;
 }
+
+/**
+ * A named statement: each pooled connection parses and plans it once, later calls only
+ * bind and execute (PostgreSQL shares this machine's cores with us). The explicit column
+ * list keeps the prepared result type stable when a migration adds columns.
+ */
+const READ_WORKFLOW = {
+  name: 'workflows.read',
+  text: `select id, name, description, status, channel, configuration, revision, execution_count, success_count, failure_count, created_at, updated_at
+           from workflows where id = $1 and organization_id = $2 and deleted_at is null`,
+};
 
 const workflowNotFound = () => notFound('WORKFLOW_NOT_FOUND', 'Workflow');
 const nameTaken = (name: string) => conflict('WORKFLOW_ALREADY_EXISTS', `A workflow named "${name}" already exists`, 'name');
@@ -79,21 +91,16 @@ export class WorkflowService {
   }
 
   /**
-   * The hottest read, for answering only: one hand-written statement and a plain object.
+   * The hottest read, for answering only: one prepared statement and a plain object.
    * `findOne` builds its query from criteria and snapshots the entity for change tracking
-   * on every call, which measured several times the cost of the query itself
-   * (bench/api.bench.ts); see also db/hot-query.ts.
+   * on every call, which measured several times the cost of the query itself; it needs no
+   * forked EntityManager either (docs/performance.md, db/hot-query.ts).
    */
-  async read(organizationId: string, id: string): Promise<Workflow> {
-    const [row] = await hotQuery<WorkflowRow>(
-      this.em,
-      'select * from workflows where id = $1 and organization_id = $2 and deleted_at is null',
-      [id, organizationId],
-    );
+  async read(organizationId: string, id: string): Promise<WorkflowDetail> {
+    const [row] = await hotQuery<WorkflowDetailRow>(this.em, READ_WORKFLOW, [id, organizationId]);
     if (!row) throw workflowNotFound();
-    return Object.assign(new Workflow(), {
+    return {
       id: row.id,
-      organizationId: row.organization_id,
       name: row.name,
       description: row.description,
       status: row.status,
@@ -105,10 +112,7 @@ export class WorkflowService {
       failureCount: row.failure_count,
       createdAt: new Date(row.created_at),
       updatedAt: new Date(row.updated_at),
-      activatedAt: toDate(row.activated_at),
-      deactivatedAt: toDate(row.deactivated_at),
-      deletedAt: toDate(row.deleted_at),
-    });
+    };
   }
 
   async create(
