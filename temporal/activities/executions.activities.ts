@@ -24,7 +24,7 @@
  * then `ExecutionApiError`. Provider calls are wrapped in `ProviderError` so that their
  * connection errors are never taken for our database's.
  */
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/activity';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Services } from '../../src/services';
 import { failpoint } from '../../src/failpoints';
@@ -133,29 +133,13 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
     return await sink.recordSentStep(ctx, msg, { ...step, status: 'completed', startedAt: new Date(step.startedAt) });
   };
 
-  /**
-   * When the node really started. Local activities run inside one workflow task, whose
-   * workflow clock stands still: every node of the task would get the task's start. The
-   * activity's first scheduling (wall clock, kept across its retries) is the node's start.
-   */
-  const nodeStartedAt = (startedAt: number): number => {
-    const info = Context.current().info;
-    return info.isLocal ? Math.max(startedAt, info.scheduledTimestampMs) : startedAt;
-  };
-
   const impl = {
     async runMessageNode({ ctx, node, startedAt }: NodeActivityInput<MessageNodeSpec>): Promise<{ message_sent: string }> {
       const done = await doneOrRunning(ctx, node.id);
       if (done) return done as { message_sent: string };
       const out = await sendAndRecord(
         ctx,
-        {
-          nodeId: node.id,
-          type: 'message',
-          startedAt: nodeStartedAt(startedAt),
-          input: { content: node.content },
-          output: { message_sent: node.content },
-        },
+        { nodeId: node.id, type: 'message', startedAt, input: { content: node.content }, output: { message_sent: node.content } },
         node.content,
       );
       return out as { message_sent: string };
