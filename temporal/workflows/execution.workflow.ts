@@ -1,7 +1,8 @@
 /**
  * Owns `executionWorkflow`: one run per execution (workflow id = execution id). It walks
  * the nodes of the revision it was started with, from nodes[0] along `next` (a node
- * without `next` ends the execution): `message` and `ai_response` are one activity each;
+ * without `next` ends the execution): `message` and `ai_response` are one activity each
+ * (`message` a local one since MESSAGE_NODES_LOCAL);
  * `form` asks each field, waits durably for the customer's reply (signal
  * `customerReply`, deduplicated by message id) up to the node's timeout, re-asks an
  * invalid reply up to FORM_MAX_ATTEMPTS times, then records the answers. When the timeout
@@ -92,6 +93,7 @@ function nodeActivities(infraRetryMs: number, prefix: string) {
  * before it) keep replaying their task-queue activities.
  */
 export const MESSAGE_NODES_LOCAL = 'message-nodes-local-activities';
+
 /**
  * The final write must happen: retried until the database takes it, however long an
  * outage lasts (its activity never gives up on infrastructure). A local activity: one
