@@ -16,7 +16,7 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
-import { Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import { classifyError, type Endpoints } from '../src/failures';
 import { FailureTypes } from './failure-types';
 
@@ -56,7 +56,11 @@ interface WaitEntry {
 export class DependencyWaits {
   private readonly entries = new Map<string, WaitEntry>();
 
+  /** Called once per attempt that failed on `dependency` (the attempts counter). */
+  constructor(private readonly onAttempt: (dependency: string) => void = () => undefined) {}
+
   waiting(key: string, dependency: string): WaitEntry {
+    this.onAttempt(dependency);
     const e = this.entries.get(key) ?? { waitingOn: undefined, infraAttempts: 0, touched: 0 };
     e.waitingOn = dependency;
     e.infraAttempts++;
@@ -96,11 +100,19 @@ export class DependencyWaits {
 const GAUGE = 'activities_waiting_on_dependency';
 const perRegistry = new WeakMap<Registry, DependencyWaits>();
 
-/** The process's waits, with their gauge registered once on `registry` (the one /metrics serves). */
+/** The process's waits, with their gauge and attempts counter registered once on `registry` (the one /metrics serves). */
 export function dependencyWaitsFor(registry: Registry): DependencyWaits {
   let waits = perRegistry.get(registry);
   if (waits) return waits;
-  const created = new DependencyWaits();
+  // Local activities' attempts are not in Temporal's pending activities: this is where an
+  // operator sees that they keep retrying through an outage.
+  const attempts = new Counter({
+    name: 'activity_dependency_failed_attempts_total',
+    help: 'Activity attempts (task-queue and local) that failed because one of our dependencies (postgres, redis) was unavailable, each retried',
+    labelNames: ['dependency'],
+    registers: [registry],
+  });
+  const created = new DependencyWaits((dependency) => attempts.inc({ dependency }));
   waits = created;
   perRegistry.set(registry, created);
   new Gauge({

@@ -1,7 +1,8 @@
 /**
  * Owns `executionWorkflow`: one run per execution (workflow id = execution id). It walks
  * the nodes of the revision it was started with, from nodes[0] along `next` (a node
- * without `next` ends the execution): `message` and `ai_response` are one activity each;
+ * without `next` ends the execution): `message` and `ai_response` are one activity each
+ * (`message` a local one since MESSAGE_NODES_LOCAL);
  * `form` asks each field, waits durably for the customer's reply (signal
  * `customerReply`, deduplicated by message id) up to the node's timeout, re-asks an
  * invalid reply up to FORM_MAX_ATTEMPTS times, then records the answers. When the timeout
@@ -26,6 +27,7 @@ import {
   CancellationScope,
   condition,
   isCancellation,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -77,8 +79,21 @@ function nodeActivities(infraRetryMs: number, prefix: string) {
     nodeActs: renamed(proxyActivities<ExecutionActivities>({ startToCloseTimeout: '10 seconds', scheduleToCloseTimeout, retry }), prefix),
     /** ai_response may wait on a model endpoint. */
     aiActs: renamed(proxyActivities<ExecutionActivities>({ startToCloseTimeout: '45 seconds', scheduleToCloseTimeout, retry }), prefix),
+    /**
+     * message nodes since MESSAGE_NODES_LOCAL: local activities, same timeouts and retries.
+     * A run of message nodes and the completion then take one workflow task instead of a
+     * task-queue round trip and a workflow task each. What a crash does: docs/executions.md.
+     */
+    localNodeActs: renamed(proxyLocalActivities<ExecutionActivities>({ startToCloseTimeout: '10 seconds', scheduleToCloseTimeout, retry }), prefix),
   };
 }
+
+/**
+ * Patch id: message nodes run as local activities. Runs whose history has no marker (started
+ * before it) keep replaying their task-queue activities.
+ */
+export const MESSAGE_NODES_LOCAL = 'message-nodes-local-activities';
+
 /**
  * The final write must happen: retried until the database takes it, however long an
  * outage lasts (its activity never gives up on infrastructure). A local activity: one
@@ -147,7 +162,7 @@ export async function executionWorkflow(input: ExecutionWorkflowInput): Promise<
 export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode): Promise<ExecutionWorkflowResult> {
   // The one switch of a dry run: other activity names (another sink), a context they accept, recorded replies.
   const prefix = mode.kind === 'dry_run' ? DRY_RUN_ACTIVITY_PREFIX : '';
-  const { nodeActs, aiActs } = nodeActivities(input.infraRetryMs ?? DEFAULT_INFRA_RETRY_MS, prefix);
+  const { nodeActs, aiActs, localNodeActs } = nodeActivities(input.infraRetryMs ?? DEFAULT_INFRA_RETRY_MS, prefix);
   const finishActs = renamed(finishActivities, prefix);
   const ctx = {
     executionId: input.executionId,
@@ -250,7 +265,8 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
       const startedAt = Date.now();
       try {
         if (node.type === 'message') {
-          lastResponse = (await nodeActs.runMessageNode({ ctx, node, startedAt })).message_sent;
+          const acts = patched(MESSAGE_NODES_LOCAL) ? localNodeActs : nodeActs;
+          lastResponse = (await acts.runMessageNode({ ctx, node, startedAt })).message_sent;
         } else if (node.type === 'ai_response') {
           lastResponse = (await aiActs.runAiResponseNode({ ctx, node, startedAt, question: lastCustomerText })).response;
         } else {

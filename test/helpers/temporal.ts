@@ -38,7 +38,7 @@ export async function connectTestClient(): Promise<TemporalClient> {
 const quietLogger = new DefaultLogger('WARN');
 
 let runtimeInstalled = false;
-function installQuietRuntime(): void {
+export function installQuietRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {

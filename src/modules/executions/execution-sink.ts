@@ -95,11 +95,12 @@ export function liveExecutionSink(services: Services): ExecutionSink {
     },
 
     async recordSentStep(ctx, msg, step) {
-      await em().transactional(async (tx) => {
+      const inserted = await em().transactional(async (tx) => {
         await storeOutboundMessage(tx as EntityManager, ctx, msg);
-        await insertStep(tx as EntityManager, ctx, step);
+        return await insertStep(tx as EntityManager, ctx, step);
       });
-      return (await findStepOutput(em(), ctx.executionId, step.nodeId)) ?? step.output;
+      // Only a step an earlier attempt recorded needs reading back; a new one stored `step.output`.
+      return inserted ? step.output : ((await findStepOutput(em(), ctx.executionId, step.nodeId)) ?? step.output);
     },
 
     async openWait(ctx, w) {

@@ -80,14 +80,19 @@ export async function storeOutboundMessage(
 ): Promise<string | undefined> {
   if (!ctx.customerId) return undefined;
   const id = newId('message');
+  // The message and the customer's counter in one statement: one round trip per step less.
   const rows = await em.execute<Array<{ id: string; created_at: Date }>>(
-    `insert into messages (id, organization_id, customer_id, channel, direction, text, execution_id, node_id, dedupe_key)
-     values (?, ?, ?, ?, 'outbound', ?, ?, ?, ?)
-     on conflict (dedupe_key) do nothing returning id, created_at`,
-    [id, ctx.organizationId, ctx.customerId, ctx.channel, msg.text, ctx.executionId, msg.nodeId, msg.dedupeKey],
+    `with m as (
+       insert into messages (id, organization_id, customer_id, channel, direction, text, execution_id, node_id, dedupe_key)
+       values (?, ?, ?, ?, 'outbound', ?, ?, ?, ?)
+       on conflict (dedupe_key) do nothing returning id, created_at
+     ), counted as (
+       update customers set message_count = message_count + 1 where id = ? and exists (select 1 from m)
+     )
+     select id, created_at from m`,
+    [id, ctx.organizationId, ctx.customerId, ctx.channel, msg.text, ctx.executionId, msg.nodeId, msg.dedupeKey, ctx.customerId],
   );
   if (rows.length === 0) return undefined;
-  await em.execute('update customers set message_count = message_count + 1 where id = ?', [ctx.customerId]);
   recordEvent(em, {
     organizationId: ctx.organizationId,
     type: 'message.sent',
@@ -181,22 +186,27 @@ export interface Completion {
  * caller's transaction. A no-op (returns false) when the execution already finished.
  */
 export async function finishExecution(em: EntityManager, executionId: string, c: Completion): Promise<boolean> {
+  // Cancelled counts neither way: the counter update then matches no row.
+  const column = c.status === 'success' ? 'success_count' : 'failure_count';
+  // The status and the workflow's counter in one statement: one round trip less while the
+  // counter row (hot: every start and finish of the workflow updates it) is held.
   const [row] = await em.execute<
     Array<{ organization_id: string; workflow_id: string; customer_id: string | null; channel: string; duration_ms: number; completed_at: Date }>
   >(
-    `update executions
-        set status = ?, output = ?::jsonb, error_type = ?, error_message = ?, waiting_node_id = null, waiting_key = null,
-            completed_at = clock_timestamp(),
-            duration_ms = greatest(0, round(extract(epoch from (clock_timestamp() - started_at)) * 1000))::int
-      where id = ? and status = 'running'
-      returning organization_id, workflow_id, customer_id, channel, duration_ms, completed_at`,
-    [c.status, c.output === null ? null : JSON.stringify(c.output), c.errorType ?? null, c.errorMessage?.slice(0, 2000) ?? null, executionId],
+    `with e as (
+       update executions
+          set status = ?, output = ?::jsonb, error_type = ?, error_message = ?, waiting_node_id = null, waiting_key = null,
+              completed_at = clock_timestamp(),
+              duration_ms = greatest(0, round(extract(epoch from (clock_timestamp() - started_at)) * 1000))::int
+        where id = ? and status = 'running'
+        returning organization_id, workflow_id, customer_id, channel, duration_ms, completed_at
+     ), counted as (
+       update workflows w set ${column} = w.${column} + 1 from e where w.id = e.workflow_id and ? <> 'cancelled'
+     )
+     select * from e`,
+    [c.status, c.output === null ? null : JSON.stringify(c.output), c.errorType ?? null, c.errorMessage?.slice(0, 2000) ?? null, executionId, c.status],
   );
   if (!row) return false;
-  if (c.status !== 'cancelled') {
-    const column = c.status === 'success' ? 'success_count' : 'failure_count';
-    await em.execute(`update workflows set ${column} = ${column} + 1 where id = ?`, [row.workflow_id]);
-  }
   const data = workflowEventData({
     workflowId: row.workflow_id,
     id: executionId,
