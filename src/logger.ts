@@ -5,7 +5,7 @@
  *   object, in child bindings and in serialized errors. It replaces pino's `redact` paths
  *   (`*.key`, `*.*.key`, …): wildcard-first paths run fast-redact on every value of every
  *   line, which measured ~125 µs of CPU per access-log line, more than a whole
- *   `GET /v1/workflows/{id}` without logging; this walk costs ~1 µs (docs/performance.md);
+ *   `GET /v1/workflows/{id}` without logging; this walk costs ~7 µs (docs/performance.md);
  * - the `err` serializer cleans database errors. MikroORM inlines the parameter values
  *   into the SQL it sends, knex prefixes that SQL to the error message, and MikroORM appends
  *   PostgreSQL's `detail` ("Failing row contains (...)", every column's value): so a failed

@@ -5,7 +5,7 @@
  * the state changes the workflows make (progress, completed, failed, expired), each
  * completion or failure committed with its `export.*` / `report.*` event.
  */
-import { LockMode } from '@mikro-orm/core';
+import { type EntityName, type FilterQuery, LockMode, type OrderDefinition } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Context } from 'koa';
 import { conflict, DomainError, gone, notFound } from '../../errors';
@@ -107,17 +107,18 @@ export class ReportService {
     return this.toExportOut(await this.findExport(organizationId, id));
   }
 
+  /** One page of an organization's exports or reports, newest first. */
+  private async listNewestFirst<T extends AnalyticsExport | Report, O>(entity: EntityName<T>, organizationId: string, page: Page, out: (r: T) => O) {
+    const [items, total] = await this.em().findAndCount(entity, { organizationId } as FilterQuery<T>, {
+      orderBy: { createdAt: 'desc', id: 'desc' } as OrderDefinition<T>,
+      limit: page.limit,
+      offset: offsetOf(page),
+    });
+    return paginate(items.map((r) => out(r as T)), page, total);
+  }
+
   async listExports(organizationId: string, page: Page) {
-    const [items, total] = await this.em().findAndCount(
-      AnalyticsExport,
-      { organizationId },
-      { orderBy: { createdAt: 'desc', id: 'desc' }, limit: page.limit, offset: offsetOf(page) },
-    );
-    return paginate(
-      items.map((r) => this.toExportOut(r)),
-      page,
-      total,
-    );
+    return await this.listNewestFirst(AnalyticsExport, organizationId, page, (r) => this.toExportOut(r));
   }
 
   async downloadExport(ctx: Context, organizationId: string, id: string): Promise<void> {
@@ -197,19 +198,45 @@ export class ReportService {
     await this.em().nativeUpdate(AnalyticsExport, { id, status: 'processing' }, { rowsWritten });
   }
 
-  async completeExport(id: string, file: { size: number; rows: number; generatedAt: string }): Promise<void> {
-    const em = this.em();
-    await em.transactional(async (tx) => {
-      const r = await tx.findOne(AnalyticsExport, { id, status: 'processing' }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  /**
+   * Ends a pending export or report once: under its row lock, `end` sets the final state and
+   * returns the event committed with it; a record no longer pending is left as it is.
+   */
+  private async finish<T extends AnalyticsExport | Report>(
+    entity: EntityName<T>,
+    id: string,
+    end: (r: T) => Omit<Parameters<typeof recordEvent>[1], 'organizationId'>,
+  ): Promise<void> {
+    await this.em().transactional(async (tx) => {
+      // Pending is `processing` for an export and `generating` for a report.
+      const where = { id, status: { $in: ['processing', 'generating'] } } as FilterQuery<T>;
+      const r = await tx.findOne(entity, where, { lockMode: LockMode.PESSIMISTIC_WRITE });
       if (!r) return;
-      r.status = 'completed';
+      recordEvent(tx, { organizationId: r.organizationId, ...end(r as T) });
+    });
+  }
+
+  private complete(r: AnalyticsExport | Report, size: number, generatedAt: string): Date {
+    r.status = 'completed';
+    r.fileSize = size;
+    r.completedAt = new Date(generatedAt);
+    r.expiresAt = new Date(r.completedAt.getTime() + this.services.config.REPORT_RETENTION_DAYS * 86_400_000);
+    return r.expiresAt;
+  }
+
+  private fail(r: AnalyticsExport | Report, message: string): string {
+    r.status = 'failed';
+    r.errorMessage = message.slice(0, 1000);
+    r.completedAt = new Date();
+    return r.errorMessage;
+  }
+
+  async completeExport(id: string, file: { size: number; rows: number; generatedAt: string }): Promise<void> {
+    await this.finish(AnalyticsExport, id, (r) => {
       r.rowsWritten = file.rows;
       r.rowsTotal = file.rows;
-      r.fileSize = file.size;
-      r.completedAt = new Date(file.generatedAt);
-      r.expiresAt = new Date(r.completedAt.getTime() + this.services.config.REPORT_RETENTION_DAYS * 86_400_000);
-      recordEvent(tx, {
-        organizationId: r.organizationId,
+      const expiresAt = this.complete(r, file.size, file.generatedAt);
+      return {
         type: 'export.completed',
         data: {
           export_id: r.id,
@@ -219,24 +246,16 @@ export class ReportService {
           row_count: file.rows,
           file_size: file.size,
           download_url: this.url(`/v1/analytics/export/${r.id}/download`),
-          expires_at: r.expiresAt.toISOString(),
+          expires_at: expiresAt.toISOString(),
         },
-      });
+      };
     });
   }
 
   async failExport(id: string, message: string): Promise<void> {
-    await this.em().transactional(async (tx) => {
-      const r = await tx.findOne(AnalyticsExport, { id, status: 'processing' }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-      if (!r) return;
-      r.status = 'failed';
-      r.errorMessage = message.slice(0, 1000);
-      r.completedAt = new Date();
-      recordEvent(tx, {
-        organizationId: r.organizationId,
-        type: 'export.failed',
-        data: { export_id: r.id, data_type: r.dataType, format: r.format, status: 'failed', error: { code: 'EXPORT_GENERATION_FAILED', message: r.errorMessage } },
-      });
+    await this.finish(AnalyticsExport, id, (r) => {
+      const error = { code: 'EXPORT_GENERATION_FAILED', message: this.fail(r, message) };
+      return { type: 'export.failed', data: { export_id: r.id, data_type: r.dataType, format: r.format, status: 'failed', error } };
     });
   }
 
@@ -272,16 +291,7 @@ export class ReportService {
   }
 
   async listReports(organizationId: string, page: Page) {
-    const [items, total] = await this.em().findAndCount(
-      Report,
-      { organizationId },
-      { orderBy: { createdAt: 'desc', id: 'desc' }, limit: page.limit, offset: offsetOf(page) },
-    );
-    return paginate(
-      items.map((r) => this.toReportOut(r)),
-      page,
-      total,
-    );
+    return await this.listNewestFirst(Report, organizationId, page, (r) => this.toReportOut(r));
   }
 
   async downloadReport(ctx: Context, organizationId: string, id: string): Promise<void> {
@@ -313,15 +323,9 @@ export class ReportService {
   }
 
   async completeReport(id: string, file: { size: number; generatedAt: string }): Promise<void> {
-    await this.em().transactional(async (tx) => {
-      const r = await tx.findOne(Report, { id, status: 'generating' }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-      if (!r) return;
-      r.status = 'completed';
-      r.fileSize = file.size;
-      r.completedAt = new Date(file.generatedAt);
-      r.expiresAt = new Date(r.completedAt.getTime() + this.services.config.REPORT_RETENTION_DAYS * 86_400_000);
-      recordEvent(tx, {
-        organizationId: r.organizationId,
+    await this.finish(Report, id, (r) => {
+      const expiresAt = this.complete(r, file.size, file.generatedAt);
+      return {
         type: 'report.completed',
         data: {
           report_id: r.id,
@@ -329,24 +333,16 @@ export class ReportService {
           format: r.format,
           status: 'completed',
           download_url: this.url(`/v1/analytics/reports/${r.id}/download`),
-          expires_at: r.expiresAt.toISOString(),
+          expires_at: expiresAt.toISOString(),
         },
-      });
+      };
     });
   }
 
   async failReport(id: string, message: string): Promise<void> {
-    await this.em().transactional(async (tx) => {
-      const r = await tx.findOne(Report, { id, status: 'generating' }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-      if (!r) return;
-      r.status = 'failed';
-      r.errorMessage = message.slice(0, 1000);
-      r.completedAt = new Date();
-      recordEvent(tx, {
-        organizationId: r.organizationId,
-        type: 'report.failed',
-        data: { report_id: r.id, name: r.name, format: r.format, status: 'failed', error: { code: 'REPORT_GENERATION_FAILED', message: r.errorMessage } },
-      });
+    await this.finish(Report, id, (r) => {
+      const error = { code: 'REPORT_GENERATION_FAILED', message: this.fail(r, message) };
+      return { type: 'report.failed', data: { report_id: r.id, name: r.name, format: r.format, status: 'failed', error } };
     });
   }
 
