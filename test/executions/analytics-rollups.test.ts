@@ -110,6 +110,40 @@ describe('analytics rollups fed by real executions', () => {
     await worker.kill('SIGTERM');
   });
 
+  it('a burst of messages to one workflow: every start and finish counted once, every message on its workflow', async () => {
+    const wf = await createActiveWorkflow(t, key, {
+      name: 'Burst',
+      channel: 'instagram',
+      configuration: { trigger: { type: 'keyword', keywords: ['burst'] }, nodes: [{ id: 'hi', type: 'message', content: 'Hi!' }] },
+    });
+    const worker = spawnWorker();
+    await worker.waitForLine(/worker running/, 60_000);
+
+    // Concurrent transactions that start (and then finish) executions of the same workflow:
+    // its counters and rollup rows are updated at commit, each once per fact.
+    const burst = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        t.request.post('/v1/messages').set(bearer(key)).send({ channel: 'instagram', customer_id: `burst-${i}`, message: 'burst please' }),
+      ),
+    );
+    expect(burst.map((r) => [r.status, r.body.data?.status ?? r.body])).toEqual(Array.from({ length: 12 }, () => [201, 'started']));
+    for (const r of burst) await waitForExecution(t, key, wf, r.body.data.executions[0].id, 'success', 60_000);
+
+    const got = (await t.request.get(`/v1/workflows/${wf}`).set(bearer(key))).body.data;
+    expect(got).toMatchObject({ execution_count: 12, success_rate: 1 });
+    const [org] = await t.query<{ organization_id: string }>('select organization_id from workflows where id = ?', [wf]);
+    // Each inbound message was written already linked to its execution: none was counted
+    // under "no workflow yet" and moved.
+    const rows = await t.query<{ workflow_id: string; messages_in: number; messages_out: number; started: number; succeeded: number }>(
+      `select workflow_id, sum(messages_in)::int as messages_in, sum(messages_out)::int as messages_out, sum(started)::int as started, sum(succeeded)::int as succeeded
+         from analytics_hourly where organization_id = ? and channel = 'instagram' group by workflow_id order by workflow_id`,
+      [org!.organization_id],
+    );
+    expect(rows).toEqual([{ workflow_id: wf, messages_in: 12, messages_out: 12, started: 12, succeeded: 12 }]);
+    expect((await analytics(wf)).metrics).toMatchObject({ total_executions: 12, successful_executions: 12, messages_received: 12, messages_sent: 12 });
+    await worker.kill('SIGTERM');
+  });
+
   it('a worker killed right after committing a finish: the retried finish counts nothing more', async () => {
     const wf = await createActiveWorkflow(t, key, {
       name: 'Crash count',

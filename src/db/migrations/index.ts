@@ -19,6 +19,7 @@ import { Migration20261125000500_replays } from './Migration20261125000500_repla
 import { Migration20261126000100_job_starts } from './Migration20261126000100_job_starts';
 import { Migration20261126000200_dry_runs } from './Migration20261126000200_dry_runs';
 import { Migration20261127000100_deferred_rollups } from './Migration20261127000100_deferred_rollups';
+import { Migration20261128000100_deferred_counters } from './Migration20261128000100_deferred_counters';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -38,4 +39,5 @@ export const migrationsList = [
   { name: 'Migration20261126000100_job_starts', class: Migration20261126000100_job_starts },
   { name: 'Migration20261126000200_dry_runs', class: Migration20261126000200_dry_runs },
   { name: 'Migration20261127000100_deferred_rollups', class: Migration20261127000100_deferred_rollups },
+  { name: 'Migration20261128000100_deferred_counters', class: Migration20261128000100_deferred_counters },
 ];

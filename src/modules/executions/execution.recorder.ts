@@ -181,30 +181,23 @@ export interface Completion {
 }
 
 /**
- * Finishes a running execution: final status, duration, the workflow's success/failure
- * counters and the workflow.completed (and, for a failure, workflow.failed) events, in the
- * caller's transaction. A no-op (returns false) when the execution already finished.
+ * Finishes a running execution: final status, duration and the workflow.completed (and,
+ * for a failure, workflow.failed) events, in the caller's transaction; the workflow's
+ * success/failure counters follow at its commit (a deferred trigger,
+ * Migration20261128000100_deferred_counters). A no-op (returns false) when the execution
+ * already finished.
  */
 export async function finishExecution(em: EntityManager, executionId: string, c: Completion): Promise<boolean> {
-  // Cancelled counts neither way: the counter update then matches no row.
-  const column = c.status === 'success' ? 'success_count' : 'failure_count';
-  // The status and the workflow's counter in one statement: one round trip less while the
-  // counter row (hot: every start and finish of the workflow updates it) is held.
   const [row] = await em.execute<
     Array<{ organization_id: string; workflow_id: string; customer_id: string | null; channel: string; duration_ms: number; completed_at: Date }>
   >(
-    `with e as (
-       update executions
-          set status = ?, output = ?::jsonb, error_type = ?, error_message = ?, waiting_node_id = null, waiting_key = null,
-              completed_at = clock_timestamp(),
-              duration_ms = greatest(0, round(extract(epoch from (clock_timestamp() - started_at)) * 1000))::int
-        where id = ? and status = 'running'
-        returning organization_id, workflow_id, customer_id, channel, duration_ms, completed_at
-     ), counted as (
-       update workflows w set ${column} = w.${column} + 1 from e where w.id = e.workflow_id and ? <> 'cancelled'
-     )
-     select * from e`,
-    [c.status, c.output === null ? null : JSON.stringify(c.output), c.errorType ?? null, c.errorMessage?.slice(0, 2000) ?? null, executionId, c.status],
+    `update executions
+        set status = ?, output = ?::jsonb, error_type = ?, error_message = ?, waiting_node_id = null, waiting_key = null,
+            completed_at = clock_timestamp(),
+            duration_ms = greatest(0, round(extract(epoch from (clock_timestamp() - started_at)) * 1000))::int
+      where id = ? and status = 'running'
+      returning organization_id, workflow_id, customer_id, channel, duration_ms, completed_at`,
+    [c.status, c.output === null ? null : JSON.stringify(c.output), c.errorType ?? null, c.errorMessage?.slice(0, 2000) ?? null, executionId],
   );
   if (!row) return false;
   const data = workflowEventData({

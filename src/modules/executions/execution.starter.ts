@@ -2,8 +2,9 @@
  * Owns starting an execution, the dual write between PostgreSQL and Temporal:
  *
  * 1. `recordExecution(em, req)` adds the execution row (status `running`,
- *    `temporal_started_at` null), the workflow's `execution_count` and the
- *    `workflow.started` event to the caller's transaction.
+ *    `temporal_started_at` null) and the `workflow.started` event to the caller's
+ *    transaction; the workflow's `execution_count` follows at its commit (a deferred
+ *    trigger, Migration20261128000100_deferred_counters).
  * 2. After the commit, `dispatchExecution` starts the Temporal workflow whose id is the
  *    execution id (reuse policy REJECT_DUPLICATE, conflict policy USE_EXISTING: a second
  *    start of the same id never creates a second run) and stamps `temporal_started_at`.
@@ -73,16 +74,21 @@ export function workflowEventData(e: {
   };
 }
 
+/** What starting an execution needs of its workflow. */
+export type RunnableWorkflow = Pick<Workflow, 'id' | 'name' | 'status' | 'revision' | 'configuration'>;
+
 /**
  * Adds the execution to `em`'s unit of work (the caller commits it). The workflow must be
- * active; the execution runs on the workflow's current revision.
+ * active; the execution runs on the workflow's current revision. `extra.workflow` is the
+ * caller's read of it (the same organization's, read just before the transaction), which
+ * saves a round trip inside it; without it the workflow is read here.
  */
 export async function recordExecution(
   em: EntityManager,
   req: StartExecutionRequest,
-  extra: { messageId?: string } = {},
+  extra: { messageId?: string; workflow?: RunnableWorkflow } = {},
 ): Promise<PendingExecution> {
-  const wf = await em.findOne(Workflow, { id: req.workflowId, organizationId: req.organizationId, deletedAt: null });
+  const wf = extra.workflow ?? (await em.findOne(Workflow, { id: req.workflowId, organizationId: req.organizationId, deletedAt: null }));
   if (!wf) throw notFound('WORKFLOW_NOT_FOUND', 'Workflow');
   if (wf.status !== 'active' || !wf.configuration) throw workflowNotActive(wf.id);
 
@@ -101,8 +107,6 @@ export async function recordExecution(
     messageId: extra.messageId ?? null,
     startedAt: new Date(),
   });
-  // Atomic increment: concurrent starts of one workflow must not lose counts.
-  await em.execute('update workflows set execution_count = execution_count + 1 where id = ?', [wf.id]);
   recordEvent(em, {
     organizationId: req.organizationId,
     type: 'workflow.started',

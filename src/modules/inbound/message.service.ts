@@ -6,11 +6,13 @@
  * - a reply: the message claims the open form wait of that customer's execution on the
  *   channel (see "Form waits" in execution.recorder.ts) and is linked to it; or
  * - everything the message starts: a firing of each matching active `message` trigger (the
- *   triggers module's `recordTriggerFiring`: trigger execution, counters,
- *   `trigger.activated`) with its execution, and an execution for each active workflow of
- *   the channel whose own `configuration.trigger` keywords match and that no matching
- *   trigger already covers; at most one execution per workflow, each with its
- *   `workflow.started` event.
+ *   triggers module's `recordTriggerFiring`: trigger execution, `trigger.activated`) with
+ *   its execution, and an execution for each active workflow of the channel whose own
+ *   `configuration.trigger` keywords match and that no matching trigger already covers; at
+ *   most one execution per workflow, each with its `workflow.started` event. The matching
+ *   triggers and workflows are read beside the transaction, not in it, and the counters
+ *   follow at commit (deferred triggers): the transaction holds its locks for as few round
+ *   trips as possible (docs/performance.md).
  *
  * A message with a `provider_message_id` already received on the channel is a redelivery:
  * nothing is recorded or started and the first message's outcome is returned (the unique
@@ -24,15 +26,13 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { failpoint } from '../../failpoints';
-import { DomainError } from '../../errors';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
 import { recordInboundCustomer } from '../customers/customer.service';
 import { recordEvent } from '../events/outbox';
-import { dispatchExecution, type PendingExecution, recordExecution } from '../executions/execution.starter';
+import { dispatchExecution, type PendingExecution, recordExecution, type RunnableWorkflow } from '../executions/execution.starter';
 import { type ClaimedWait, claimWait, deliverReply } from '../executions/reply-delivery';
 import { findMatchingMessageTriggers, messageMatches, recordTriggerFiring } from '../triggers/trigger-firing';
-import { Workflow } from '../workflows/workflow.entity';
 import { transactionalRetrying } from '../../db/transaction';
 
 export interface InboundMessage {
@@ -60,74 +60,81 @@ interface Recorded {
   started: Array<{ pending: PendingExecution; triggerId: string | null }>;
 }
 
-/** Active workflows of the channel whose `configuration.trigger` keywords match the text. */
-async function matchingConfiguredWorkflows(tx: EntityManager, organizationId: string, channel: string, text: string): Promise<string[]> {
-  const workflows = await tx.find(
-    Workflow,
-    { organizationId, channel, status: 'active', deletedAt: null },
-    { fields: ['id', 'configuration'], orderBy: { createdAt: 'asc', id: 'asc' } },
+/**
+ * What a message that is not a reply may start: the matching active `message` triggers and
+ * the active workflows of the channel whose own `configuration.trigger` keywords match,
+ * with what starting each workflow needs. Read outside the message's transaction (nothing
+ * here is written or locked), so the transaction itself only writes.
+ */
+interface MessageTargets {
+  triggers: Array<{ triggerId: string; workflowId: string }>;
+  /** Workflows matched by their own keywords, oldest first. */
+  configured: string[];
+  workflows: Map<string, RunnableWorkflow>;
+}
+
+async function findMessageTargets(services: Services, organizationId: string, msg: InboundMessage, language: string | undefined): Promise<MessageTargets> {
+  const em = services.orm.em.fork() as EntityManager;
+  const triggers = await findMatchingMessageTriggers(em, { organizationId, channel: msg.channel, text: msg.message, ...(language ? { language } : {}) });
+  const rows = await em.getConnection().execute<Array<RunnableWorkflow & { channel: string }>>(
+    `select id, name, status, revision, configuration, channel from workflows
+      where organization_id = ? and status = 'active' and deleted_at is null
+        and (channel = ? or id in (select jsonb_array_elements_text(?::jsonb)))
+      order by created_at, id`,
+    [organizationId, msg.channel, JSON.stringify(triggers.map((t) => t.workflowId))],
   );
-  return workflows
+  const configured = rows
     .filter((w) => {
-      const trigger = w.configuration?.trigger;
-      return trigger !== undefined && messageMatches({ keywords: trigger.keywords, case_sensitive: false, exact_match: false } as never, text);
+      const trigger = w.channel === msg.channel ? w.configuration?.trigger : undefined;
+      return trigger !== undefined && messageMatches({ keywords: trigger.keywords, case_sensitive: false, exact_match: false } as never, msg.message);
     })
     .map((w) => w.id);
+  return { triggers, configured, workflows: new Map(rows.map((w) => [w.id, w])) };
 }
 
 /**
  * Records, in `tx`, the firings and executions a message that is not a reply starts. One
- * execution per workflow: the oldest matching trigger that can fire gets the attribution,
- * then workflows matched by their own keywords. A trigger or workflow deactivated since
- * the match is skipped (a trigger whose workflow stopped is recorded as a failed firing).
+ * execution per workflow: the oldest matching trigger gets the attribution, then workflows
+ * matched by their own keywords. Everything was read before the transaction, so this only
+ * adds rows to its unit of work; a trigger or workflow changed in between acts as it was
+ * read, as if the message had arrived a moment earlier.
  */
 async function recordStarts(
-  services: Services,
   tx: EntityManager,
+  targets: MessageTargets,
   m: { organizationId: string; customerId: string; messageId: string; msg: InboundMessage; language: string | undefined },
 ): Promise<Recorded['started']> {
   const { organizationId, customerId, messageId, msg, language } = m;
   const started: Recorded['started'] = [];
   const covered = new Set<string>();
-  const matches = await findMatchingMessageTriggers(tx, { organizationId, channel: msg.channel, text: msg.message, ...(language ? { language } : {}) });
-  for (const match of matches) {
+  for (const match of targets.triggers) {
     if (covered.has(match.workflowId)) continue;
-    try {
-      const fired = await recordTriggerFiring(
-        tx,
-        {
-          organizationId,
-          triggerId: match.triggerId,
-          workflowId: match.workflowId,
-          channel: msg.channel,
-          customerId,
-          input: { message: msg.message, customer_id: customerId, channel: msg.channel },
-          metadata: { message_id: messageId, ...(language ? { language } : {}) },
-        },
-        { messageId },
-      );
-      covered.add(fired.workflowId);
-      if (fired.pending) started.push({ pending: fired.pending, triggerId: match.triggerId });
-    } catch (err) {
-      // Paused or deleted since the match: nothing was written for it.
-      if (!(err instanceof DomainError)) throw err;
-      services.logger.info({ err, triggerId: match.triggerId }, 'matched trigger could not fire');
-    }
+    const workflow = targets.workflows.get(match.workflowId);
+    const fired = await recordTriggerFiring(
+      tx,
+      {
+        organizationId,
+        triggerId: match.triggerId,
+        workflowId: match.workflowId,
+        channel: msg.channel,
+        customerId,
+        input: { message: msg.message, customer_id: customerId, channel: msg.channel },
+        metadata: { message_id: messageId, ...(language ? { language } : {}) },
+      },
+      { messageId, matched: { workflowId: match.workflowId }, ...(workflow ? { workflow } : {}) },
+    );
+    covered.add(fired.workflowId);
+    if (fired.pending) started.push({ pending: fired.pending, triggerId: match.triggerId });
   }
-  for (const workflowId of await matchingConfiguredWorkflows(tx, organizationId, msg.channel, msg.message)) {
+  for (const workflowId of targets.configured) {
     if (covered.has(workflowId)) continue;
     covered.add(workflowId);
-    try {
-      const pending = await recordExecution(
-        tx,
-        { organizationId, workflowId, customerId, channel: msg.channel, input: { message: msg.message } },
-        { messageId },
-      );
-      started.push({ pending, triggerId: null });
-    } catch (err) {
-      // Deactivated since the match: recordExecution wrote nothing.
-      if (!(err instanceof DomainError)) throw err;
-    }
+    const pending = await recordExecution(
+      tx,
+      { organizationId, workflowId, customerId, channel: msg.channel, input: { message: msg.message } },
+      { messageId, workflow: targets.workflows.get(workflowId)! },
+    );
+    started.push({ pending, triggerId: null });
   }
   return started;
 }
@@ -180,30 +187,14 @@ export async function receiveMessage(
 
 async function receiveNew(services: Services, organizationId: string, msg: InboundMessage): Promise<InboundResult> {
   const language = typeof msg.metadata?.language === 'string' ? msg.metadata.language : undefined;
+  // Read before the transaction, not beside it: a transaction holding its connection while
+  // it waits for a second one starves the pool under a burst (every connection held, every
+  // read waiting). A reply does not use it; two reads are cheaper than a held transaction.
+  const targets = await findMessageTargets(services, organizationId, msg, language);
   const recorded: Recorded = await transactionalRetrying(services.orm.em as EntityManager, async (tx) => {
     const customerId = await recordInboundCustomer(tx, organizationId, { channel: msg.channel, externalId: msg.customer_id, name: msg.customer?.name ?? null });
     const messageId = newId('message');
     const waiting = await claimWait(tx, organizationId, customerId, msg.channel);
-    const inserted = await tx.execute<Array<{ id: string }>>(
-      `insert into messages (id, organization_id, customer_id, channel, direction, text, metadata, language, execution_id, reply_to_wait, provider_message_id)
-       values (?, ?, ?, ?, 'inbound', ?, ?::jsonb, ?, ?, ?, ?)
-       on conflict (organization_id, channel, provider_message_id) where provider_message_id is not null do nothing
-       returning id`,
-      [
-        messageId,
-        organizationId,
-        customerId,
-        msg.channel,
-        msg.message,
-        JSON.stringify(msg.metadata ?? {}),
-        language ?? null,
-        waiting?.id ?? null,
-        waiting?.waiting_key ?? null,
-        msg.provider_message_id ?? null,
-      ],
-    );
-    // A concurrent delivery of the same provider message committed first: undo ours.
-    if (inserted.length === 0) throw new Redelivery();
     recordEvent(tx, {
       organizationId,
       type: 'message.received',
@@ -218,14 +209,32 @@ async function receiveNew(services: Services, organizationId: string, msg: Inbou
         execution_id: waiting?.id ?? null,
       },
     });
-    if (waiting) return { messageId, customerId, waiting, started: [] };
-
-    const started = await recordStarts(services, tx, { organizationId, customerId, messageId, msg, language });
-    if (started.length > 0) {
-      // Linked to the first execution it started; not a reply, so there is nothing to deliver.
-      await tx.execute('update messages set execution_id = ?, delivered_at = now() where id = ?', [started[0]!.pending.executionId, messageId]);
-    }
-    return { messageId, customerId, waiting: undefined, started };
+    const started = waiting ? [] : await recordStarts(tx, targets, { organizationId, customerId, messageId, msg, language });
+    // A reply is linked to the execution it answers (and delivered after the commit); a
+    // message that started executions to the first of them, with nothing to deliver. One
+    // insert either way, so its analytics count lands on that workflow at once.
+    const executionId = waiting?.id ?? started[0]?.pending.executionId ?? null;
+    const inserted = await tx.execute<Array<{ id: string }>>(
+      `insert into messages (id, organization_id, customer_id, channel, direction, text, metadata, language, execution_id, reply_to_wait, provider_message_id, delivered_at)
+       values (?, ?, ?, ?, 'inbound', ?, ?::jsonb, ?, ?, ?, ?, ${started.length > 0 ? 'now()' : 'null'})
+       on conflict (organization_id, channel, provider_message_id) where provider_message_id is not null do nothing
+       returning id`,
+      [
+        messageId,
+        organizationId,
+        customerId,
+        msg.channel,
+        msg.message,
+        JSON.stringify(msg.metadata ?? {}),
+        language ?? null,
+        executionId,
+        waiting?.waiting_key ?? null,
+        msg.provider_message_id ?? null,
+      ],
+    );
+    // A concurrent delivery of the same provider message committed first: undo ours.
+    if (inserted.length === 0) throw new Redelivery();
+    return { messageId, customerId, waiting, started };
   });
   // Crash tests die here: everything above is committed, nothing is started or signalled yet.
   failpoint(services.config, 'message.after_commit');

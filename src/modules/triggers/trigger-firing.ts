@@ -1,7 +1,7 @@
 /**
  * Owns what happens when a trigger fires, whatever the source (inbound message, schedule,
  * webhook, API call): find the message triggers a message matches, then record the firing
- * — trigger execution, the trigger's counters, `trigger.activated` and the workflow
+ * — trigger execution (its counters follow at commit), `trigger.activated` and the workflow
  * execution itself (the executions module's `recordExecution`) in ONE transaction — and
  * start the execution on Temporal after the commit (`dispatchExecution`; the executions
  * reconciler starts it if this process dies first). A firing is therefore never recorded
@@ -19,7 +19,7 @@ import { conflict, DomainError, notFound } from '../../errors';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
 import { recordEvent } from '../events/outbox';
-import { dispatchExecution, type PendingExecution, recordExecution } from '../executions/execution.starter';
+import { dispatchExecution, type PendingExecution, recordExecution, type RunnableWorkflow } from '../executions/execution.starter';
 import { Workflow } from '../workflows/workflow.entity';
 import { Trigger, TriggerExecution } from './trigger.entity';
 import type { MessageTriggerConfig } from './trigger.schemas';
@@ -136,9 +136,14 @@ export interface RecordedFiring {
 export async function recordTriggerFiring(
   tx: EntityManager,
   req: FireTriggerRequest,
-  extra: { messageId?: string } = {},
+  extra: {
+    messageId?: string;
+    /** The caller found this message trigger active just before (an inbound message's match): not read again. */
+    matched?: { workflowId: string };
+    workflow?: RunnableWorkflow;
+  } = {},
 ): Promise<RecordedFiring> {
-  const fired = await bumpTrigger(tx, req);
+  const fired = extra.matched ? { workflow_id: extra.matched.workflowId, type: 'message', now: new Date() } : await checkTriggerCanFire(tx, req);
   let pending: PendingExecution | null = null;
   let error: DomainError | null = null;
   try {
@@ -152,7 +157,7 @@ export async function recordTriggerFiring(
         channel: req.channel,
         input: req.input,
       },
-      extra,
+      { ...(extra.messageId ? { messageId: extra.messageId } : {}), ...(extra.workflow ? { workflow: extra.workflow } : {}) },
     );
   } catch (err) {
     // recordExecution checks the workflow before it writes anything.
@@ -184,22 +189,22 @@ export async function fireTrigger(services: Services, req: FireTriggerRequest): 
   return { triggerExecutionId: recorded.triggerExecutionId, executionId: recorded.pending.executionId };
 }
 
-/** Checks the trigger can fire and bumps its counters, in one statement; throws (writing nothing) when it cannot. */
-async function bumpTrigger(tx: EntityManager, req: FireTriggerRequest): Promise<{ workflow_id: string; type: string; now: Date }> {
-  const now = new Date();
-  // One statement checks the trigger can fire and bumps its counters: concurrent firings never lose a count.
-  const rows = (await tx.execute(
-    `update triggers set execution_count = execution_count + 1, last_triggered = greatest(coalesce(last_triggered, ?), ?)
-      where id = ? and organization_id = ? and deleted_at is null and status = 'active'
-      returning workflow_id, type`,
-    [now, now, req.triggerId, req.organizationId],
-  )) as Array<{ workflow_id: string; type: string }>;
+/**
+ * Checks the trigger can fire; throws (writing nothing) when it cannot. Its
+ * `execution_count` and `last_triggered` follow from the firing's row at commit (a deferred
+ * trigger, Migration20261128000100_deferred_counters), so concurrent firings never queue on
+ * the trigger's row mid-transaction. A firing that read the trigger active just before a
+ * concurrent pause committed is recorded: it happened before the pause.
+ */
+async function checkTriggerCanFire(tx: EntityManager, req: FireTriggerRequest): Promise<{ workflow_id: string; type: string; now: Date }> {
+  const rows = await tx.execute<Array<{ workflow_id: string; type: string; status: string }>>(
+    'select workflow_id, type, status from triggers where id = ? and organization_id = ? and deleted_at is null',
+    [req.triggerId, req.organizationId],
+  );
   const row = rows[0];
-  if (!row) {
-    const exists = await tx.findOne(Trigger, { id: req.triggerId, organizationId: req.organizationId, deletedAt: null }, { fields: ['id'] });
-    throw exists ? triggerNotActive(req.triggerId) : notFound('TRIGGER_NOT_FOUND', 'Trigger');
-  }
-  return { ...row, now };
+  if (!row) throw notFound('TRIGGER_NOT_FOUND', 'Trigger');
+  if (row.status !== 'active') throw triggerNotActive(req.triggerId);
+  return { workflow_id: row.workflow_id, type: row.type, now: new Date() };
 }
 
 /** Adds the firing (running, or failed with `failure`) and its `trigger.activated` event to `tx`. */
