@@ -19,13 +19,21 @@
  * lock waits, commit flushes, idle in transaction = waiting on this process), connection
  * pool waits and this thread's event-loop delay. `--cpu-prof FILE` CPU-profiles this
  * thread during the first round of ours. Last line: `ratio=<median ours/median bare>`.
+ *
+ * `--topology split` (default) runs ours as deployed (docker-compose.yml, `npm start`): the
+ * API in a process of its own (`src/main.ts api`), the worker in this one; the bare side is
+ * one process too (its client is a library call, not a service). `--topology single` runs
+ * the API, our worker and the load in this one process, as the tests do; only there can
+ * the bench time the Temporal starts and sample the API's ORM pool.
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
+import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
 import { Client } from 'pg';
+import { type Client as TemporalClient, WorkflowNotFoundError } from '@temporalio/client';
 import { createApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import { createOrm, migrate, type Orm } from '../src/db/orm';
@@ -34,6 +42,7 @@ import { closeServices, createServices } from '../src/services';
 import { createActivities } from '../temporal/activities';
 import { executionWorkflowId } from '../temporal/executions.shared';
 import { createWorker, runWorker } from '../temporal/worker';
+import { freePort, spawnProcess, type SpawnedProcess } from '../test/helpers/process';
 import { benchDatabase, benchTemporal, cpuProfile, formatStats, log, machineLine, roundStats } from './lib';
 
 const STEPS = 2;
@@ -79,6 +88,33 @@ function startWaiter() {
 }
 
 /** Runs `fn(i)` for i in [0, n) with at most `concurrency` in flight. */
+/** Waits for the API process to answer /healthz (it migrates and connects first). */
+async function untilHealthy(base: string, p: SpawnedProcess): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    const ok = await fetch(`${base}/healthz`).then((r) => r.ok, () => false);
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`the API process did not become healthy:\n${p.lines.join('\n')}`);
+}
+
+/**
+ * Waits for the run to close; true when it completed. A run the API has not started yet
+ * is not found: asked again 10 ms later (the API starts it right after answering).
+ */
+async function untilClosed(client: TemporalClient, workflowId: string): Promise<boolean> {
+  for (;;) {
+    try {
+      await client.workflow.getHandle(workflowId).result();
+      return true;
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) return false;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+}
+
 async function pool(n: number, concurrency: number, fn: (i: number) => Promise<void>) {
   let next = 0;
   await Promise.all(
@@ -98,6 +134,8 @@ function sampleBackends(databaseUrl: string) {
   client.on('error', () => undefined);
   const states = new Map<string, number>();
   const lockWaiters = new Map<string, number>();
+  // Idle in transaction: the backend waits for the client's next statement; by the last one it ran.
+  const idleAfter = new Map<string, number>();
   let samples = 0;
   let running = true;
   const done = (async () => {
@@ -112,6 +150,7 @@ function sampleBackends(databaseUrl: string) {
         const key = r.state === 'active' ? `active ${r.wait || '(on CPU)'}` : r.state === 'idle' ? 'idle' : `${r.state} ${r.wait}`.trim();
         states.set(key, (states.get(key) ?? 0) + 1);
         if (r.wait.startsWith('Lock:')) lockWaiters.set(`${r.wait} ${r.query}`, (lockWaiters.get(`${r.wait} ${r.query}`) ?? 0) + 1);
+        if (r.state === 'idle in transaction') idleAfter.set(r.query, (idleAfter.get(r.query) ?? 0) + 1);
       }
       await new Promise((r) => setTimeout(r, 10));
     }
@@ -131,7 +170,16 @@ function sampleBackends(databaseUrl: string) {
         .sort((a, b) => b[1] - a[1])
         .slice(0, 5)
         .map(([k, v]) => `      ${((100 * v) / Math.max(1, total)).toFixed(0).padStart(3)} %  ${k}`);
-      return [`    database backends not idle, ${samples} samples:`, ...lines, ...(locks.length ? ['    lock waits by statement:', ...locks] : [])];
+      const idle = [...idleAfter]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 5)
+        .map(([k, v]) => `      ${((100 * v) / Math.max(1, total)).toFixed(0).padStart(3)} %  ${k}`);
+      return [
+        `    database backends not idle, ${samples} samples:`,
+        ...lines,
+        ...(locks.length ? ['    lock waits by statement:', ...locks] : []),
+        ...(idle.length ? ['    idle in transaction, by the statement before:', ...idle] : []),
+      ];
     },
   };
 }
@@ -175,8 +223,9 @@ export async function run(args: string[]): Promise<void> {
   const db = await benchDatabase();
   const temporal = await benchTemporal();
   const suffix = randomBytes(4).toString('hex');
-  const config = loadConfig({
-    ...process.env,
+  const topologyAt = args.indexOf('--topology');
+  const split = (topologyAt >= 0 ? args[topologyAt + 1] : 'split') !== 'single';
+  const env = {
     DATABASE_URL: db.url,
     DATABASE_POOL_MAX: '20',
     TEMPORAL_ADDRESS: temporal.address,
@@ -186,14 +235,28 @@ export async function run(args: string[]): Promise<void> {
     RATE_LIMIT_CREDENTIAL_PER_HOUR: '1000000',
     RATE_LIMIT_EXECUTION_OPS_PER_HOUR: '1000000',
     RATE_LIMIT_RESOURCE_WRITE_PER_HOUR: '1000000',
-  });
+  };
+  const config = loadConfig({ ...process.env, ...env });
   const orm = await createOrm(db.url, 20);
   await migrate(orm);
   const services = await createServices(config, { orm });
-  const { app } = createApp(services);
-  const server: Server = app.listen(0, '127.0.0.1');
-  await new Promise<void>((r) => server.once('listening', r));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  let server: Server | undefined;
+  let apiProcess: SpawnedProcess | undefined;
+  let base: string;
+  if (split) {
+    const port = await freePort();
+    apiProcess = spawnProcess(process.execPath, ['--require', 'tsx/cjs', 'src/main.ts', 'api'], {
+      cwd: path.resolve(__dirname, '..'),
+      env: { ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+    });
+    base = `http://127.0.0.1:${port}`;
+    await untilHealthy(base, apiProcess);
+  } else {
+    const { app } = createApp(services);
+    server = app.listen(0, '127.0.0.1');
+    await new Promise<void>((r) => server!.once('listening', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
   const ours = runWorker(await createWorker({ address: temporal.address, namespace: 'default', taskQueue: config.TEMPORAL_TASK_QUEUE, activities: createActivities({ services }) }));
   const bareQueue = `bench-bare-${suffix}`;
   const bare = runWorker(
@@ -243,7 +306,7 @@ export async function run(args: string[]): Promise<void> {
     });
     await post(`/v1/workflows/${wf.data.id}/activate`);
     log(machineLine());
-    log(`executions benchmark: n=${n} concurrency=${concurrency} steps=${STEPS} rounds=${rounds} temporal=${temporal.address}`);
+    log(`executions benchmark: n=${n} concurrency=${concurrency} steps=${STEPS} rounds=${rounds} topology=${split ? 'split (API process + worker process)' : 'single process'} temporal=${temporal.address}`);
 
     // Ours: message in → execution closed (its completion committed in PostgreSQL first).
     const runOurs = async (round: number): Promise<OursRound> => {
@@ -252,7 +315,7 @@ export async function run(args: string[]): Promise<void> {
       let runFailures = 0;
       temporalStart.length = 0;
       const backends = sampleBackends(db.url);
-      const poolWaits = samplePool(orm);
+      const poolWaits = split ? undefined : samplePool(orm);
       const delay = monitorEventLoopDelay({ resolution: 1 });
       delay.enable();
       const t0 = Date.now();
@@ -265,14 +328,14 @@ export async function run(args: string[]): Promise<void> {
             const id = res.data.executions[0].id as string;
             accept.push(performance.now() - sent);
             // The API answers at commit and starts the run right after: wait for that start.
-            await starts.until(executionWorkflowId(id));
-            await services.temporal.client.workflow.getHandle(id).result().catch(() => runFailures++);
+            if (!split) await starts.until(executionWorkflowId(id));
+            if (!(await untilClosed(services.temporal.client, executionWorkflowId(id)))) runFailures++;
             e2e.push(performance.now() - sent);
           }),
         );
       } finally {
         delay.disable();
-        diagnostics = [...(await backends.stop()), poolWaits.stop()];
+        diagnostics = [...(await backends.stop()), ...(poolWaits ? [poolWaits.stop()] : [])];
       }
       const seconds = (Date.now() - t0) / 1000;
       const [row] = await orm.em.fork().getConnection().execute<Array<{ running: number; failed: number }>>(
@@ -309,7 +372,7 @@ export async function run(args: string[]): Promise<void> {
       const o = await runOurs(round);
       oursRounds.push(o);
       log(`round ${round + 1} ours: ${o.rate.toFixed(1)} executions/s  POST /v1/messages p50 ${ms(pct(o.accept, 50))} ms p99 ${ms(pct(o.accept, 99))} ms  message→success p50 ${ms(pct(o.e2e, 50))} ms p99 ${ms(pct(o.e2e, 99))} ms  failed ${o.failed}`);
-      log(`    Temporal start (after the answer): p50 ${ms(pct(o.temporalStart, 50))} ms p99 ${ms(pct(o.temporalStart, 99))} ms; event-loop delay p99 ${o.loopDelayP99.toFixed(1)} ms`);
+      log(`    ${split ? '' : `Temporal start (after the answer): p50 ${ms(pct(o.temporalStart, 50))} ms p99 ${ms(pct(o.temporalStart, 99))} ms; `}event-loop delay p99 (this process) ${o.loopDelayP99.toFixed(1)} ms`);
       for (const line of o.diagnostics) log(line);
       const b = await runBare(round);
       bareRounds.push(b);
@@ -323,7 +386,7 @@ export async function run(args: string[]): Promise<void> {
     log(`    executions/s            ${formatStats(oursRate, '/s', 1)}`);
     log(`    POST /v1/messages p50   ${formatStats(over(oursRounds, (o) => pct(o.accept, 50)), 'ms')}   (target ≤ 20 ms)`);
     log(`    POST /v1/messages p99   ${formatStats(over(oursRounds, (o) => pct(o.accept, 99)), 'ms')}   (target ≤ 100 ms)`);
-    log(`    Temporal start p50      ${formatStats(over(oursRounds, (o) => pct(o.temporalStart, 50)), 'ms')}`);
+    if (!split) log(`    Temporal start p50      ${formatStats(over(oursRounds, (o) => pct(o.temporalStart, 50)), 'ms')}`);
     log(`    message→success p50     ${formatStats(over(oursRounds, (o) => pct(o.e2e, 50)), 'ms')}`);
     log(`    message→success p99     ${formatStats(over(oursRounds, (o) => pct(o.e2e, 99)), 'ms')}`);
     log(`    failed                  ${oursRounds.reduce((a, o) => a + o.failed, 0)}`);
@@ -334,7 +397,8 @@ export async function run(args: string[]): Promise<void> {
     log(`ratio=${(oursRate.median / bareRate.median).toFixed(2)}`);
   } finally {
     await Promise.all([ours.shutdown(), bare.shutdown()]);
-    await new Promise<void>((r) => server.close(() => r()));
+    if (server) await new Promise<void>((r) => server!.close(() => r()));
+    await apiProcess?.kill('SIGTERM');
     await closeServices(services);
     await db.drop();
     await temporal.stop();
