@@ -29,6 +29,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
@@ -112,6 +113,93 @@ async function untilClosed(client: TemporalClient, workflowId: string): Promise<
       if (!(err instanceof WorkflowNotFoundError)) return false;
       await new Promise((r) => setTimeout(r, 10));
     }
+  }
+}
+
+/** CPU time (user + system, all threads) of process `pid` so far, in ms; 0 once it is gone. */
+function processCpuMs(pid: number | 'self'): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10; // USER_HZ = 100
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU ms of this process's threads so far, summed by thread name (main, workflow threads, the SDK's core, GC helpers). */
+function threadCpuMs(): Map<string, number> {
+  const byName = new Map<string, number>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const name = Number(tid) === process.pid ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[-_ ]?\d+$/, '');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      byName.set(name, (byName.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10);
+    } catch {
+      // Thread ended while we looked.
+    }
+  }
+  return byName;
+}
+
+/** The Temporal dev server listening on `address` (its command line names the port). */
+function temporalServerPid(address: string): number | undefined {
+  const port = address.split(':').pop();
+  for (const dir of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const cmd = readFileSync(`/proc/${dir}/cmdline`, 'utf8').split('\0');
+      if (cmd.some((a) => a.endsWith('temporal')) && cmd.includes('start-dev') && cmd.includes(String(port))) return Number(dir);
+    } catch {
+      // Gone while we looked.
+    }
+  }
+  return undefined;
+}
+
+/**
+ * CPU spent by each part of the system while `during` runs, in ms per execution: where an
+ * execution's cost lies (on a shared 2-core machine this moves far less than throughput).
+ * PostgreSQL counts the benchmark database's backends (those alive at the end).
+ */
+async function cpuPerExecution(
+  parts: { api?: number; temporal?: number; databaseUrl: string },
+  n: number,
+  during: () => Promise<void>,
+): Promise<string> {
+  const client = new Client({ connectionString: parts.databaseUrl });
+  client.on('error', () => undefined);
+  await client.connect();
+  const backendPids = async () =>
+    (await client.query<{ pid: number }>('select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()')).rows.map((r) => r.pid);
+  const pg = async () => Object.fromEntries((await backendPids()).map((pid) => [pid, processCpuMs(pid)]));
+  const threadsBefore = threadCpuMs();
+  const before = { self: processCpuMs('self'), api: parts.api ? processCpuMs(parts.api) : 0, temporal: parts.temporal ? processCpuMs(parts.temporal) : 0, pg: await pg() };
+  try {
+    await during();
+  } catch (err) {
+    await client.end();
+    throw err;
+  }
+  {
+    const after = { self: processCpuMs('self'), api: parts.api ? processCpuMs(parts.api) : 0, temporal: parts.temporal ? processCpuMs(parts.temporal) : 0, pg: await pg() };
+    await client.end();
+    const pgMs = Object.entries(after.pg).reduce((a, [pid, v]) => a + v - (before.pg[pid] ?? 0), 0);
+    const each = (v: number) => (v / n).toFixed(1);
+    const items = [
+      ...(parts.api ? [`API process ${each(after.api - before.api)}`] : []),
+      `bench process (worker${parts.api ? '' : ', API'} and load) ${each(after.self - before.self)}`,
+      `PostgreSQL ${each(pgMs)}`,
+      ...(parts.temporal ? [`Temporal server ${each(after.temporal - before.temporal)}`] : []),
+    ];
+    const threads = [...threadCpuMs()]
+      .map(([name, v]) => [name, v - (threadsBefore.get(name) ?? 0)] as const)
+      .filter(([, v]) => v / n >= 0.5)
+      .sort((a, b) => b[1] - a[1])
+      .map(([name, v]) => `${name} ${each(v)}`);
+    items[parts.api ? 1 : 0] += ` (threads: ${threads.join(', ')})`;
+    const total = after.self - before.self + (after.api - before.api) + pgMs + (after.temporal - before.temporal);
+    return `    CPU ms per execution: ${items.join(', ')}; total ${each(total)}`;
   }
 }
 
@@ -245,7 +333,7 @@ export async function run(args: string[]): Promise<void> {
   let base: string;
   if (split) {
     const port = await freePort();
-    apiProcess = spawnProcess(process.execPath, ['--require', 'tsx/cjs', 'src/main.ts', 'api'], {
+    apiProcess = spawnProcess(process.execPath, [...(process.env.BENCH_API_NODE_OPTIONS?.split(' ') ?? []), '--require', 'tsx/cjs', 'src/main.ts', 'api'], {
       cwd: path.resolve(__dirname, '..'),
       env: { ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
     });
@@ -306,6 +394,7 @@ export async function run(args: string[]): Promise<void> {
     });
     await post(`/v1/workflows/${wf.data.id}/activate`);
     log(machineLine());
+    const temporalPid = temporalServerPid(temporal.address);
     log(`executions benchmark: n=${n} concurrency=${concurrency} steps=${STEPS} rounds=${rounds} topology=${split ? 'split (API process + worker process)' : 'single process'} temporal=${temporal.address}`);
 
     // Ours: message in → execution closed (its completion committed in PostgreSQL first).
@@ -320,8 +409,10 @@ export async function run(args: string[]): Promise<void> {
       delay.enable();
       const t0 = Date.now();
       let diagnostics: string[] = [];
+      let cpuLine = '';
       try {
-        await cpuProfile(round === 0 ? profileFile : undefined, () =>
+        cpuLine = await cpuPerExecution({ ...(apiProcess?.child.pid ? { api: apiProcess.child.pid } : {}), ...(temporalPid ? { temporal: temporalPid } : {}), databaseUrl: db.url }, n, () =>
+          cpuProfile(round === 0 ? profileFile : undefined, () =>
           pool(n, concurrency, async (i) => {
             const sent = performance.now();
             const res = await post('/v1/messages', { channel: 'whatsapp', customer_id: `bench-${round}-${i}`, message: 'bench please' });
@@ -332,10 +423,10 @@ export async function run(args: string[]): Promise<void> {
             if (!(await untilClosed(services.temporal.client, executionWorkflowId(id)))) runFailures++;
             e2e.push(performance.now() - sent);
           }),
-        );
+        ));
       } finally {
         delay.disable();
-        diagnostics = [...(await backends.stop()), ...(poolWaits ? [poolWaits.stop()] : [])];
+        diagnostics = [cpuLine, ...(await backends.stop()), ...(poolWaits ? [poolWaits.stop()] : [])];
       }
       const seconds = (Date.now() - t0) / 1000;
       const [row] = await orm.em.fork().getConnection().execute<Array<{ running: number; failed: number }>>(
@@ -351,7 +442,7 @@ export async function run(args: string[]): Promise<void> {
     const runBare = async (round: number) => {
       const lat: number[] = [];
       const t1 = Date.now();
-      await pool(n, concurrency, async (i) => {
+      const cpuLine = await cpuPerExecution({ ...(temporalPid ? { temporal: temporalPid } : {}), databaseUrl: db.url }, n, () => pool(n, concurrency, async (i) => {
         const started = performance.now();
         await services.temporal.client.workflow.execute('bareStepsWorkflow', {
           taskQueue: bareQueue,
@@ -361,12 +452,12 @@ export async function run(args: string[]): Promise<void> {
           workflowIdConflictPolicy: 'FAIL',
         });
         lat.push(performance.now() - started);
-      });
-      return { rate: n / ((Date.now() - t1) / 1000), lat };
+      }));
+      return { rate: n / ((Date.now() - t1) / 1000), lat, cpuLine };
     };
 
     const oursRounds: OursRound[] = [];
-    const bareRounds: Array<{ rate: number; lat: number[] }> = [];
+    const bareRounds: Array<{ rate: number; lat: number[]; cpuLine: string }> = [];
     const ms = (v: number) => v.toFixed(0);
     for (let round = 0; round < rounds; round++) {
       const o = await runOurs(round);
@@ -377,6 +468,7 @@ export async function run(args: string[]): Promise<void> {
       const b = await runBare(round);
       bareRounds.push(b);
       log(`round ${round + 1} bare: ${b.rate.toFixed(1)} workflows/s  p50 ${ms(pct(b.lat, 50))} ms p99 ${ms(pct(b.lat, 99))} ms`);
+      log(b.cpuLine);
     }
     log(machineLine());
     const over = <T>(xs: T[], f: (x: T) => number) => roundStats(xs.map(f));
