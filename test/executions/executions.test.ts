@@ -214,8 +214,19 @@ describe('executions', () => {
     expect(failed.steps).toEqual([expect.objectContaining({ node_id: 'ask', status: 'failed', error: { type: 'timeout', message: expect.any(String) } })]);
     const wf = await t.request.get(`/v1/workflows/${workflowId}`).set(bearer(reader));
     expect(wf.body.data).toMatchObject({ execution_count: 1, success_rate: 0 });
-    const failedEvents = await t.query(`select 1 from events where type = 'workflow.failed' and data->>'execution_id' = ?`, [executionId]);
-    expect(failedEvents).toHaveLength(1);
+    const failedEvents = await t.query<{ data: unknown }>(`select data from events where type = 'workflow.failed' and data->>'execution_id' = ?`, [executionId]);
+    expect(failedEvents.map((e) => e.data)).toEqual([
+      {
+        workflow_id: workflowId,
+        execution_id: executionId,
+        status: 'failed',
+        duration_ms: failed.duration_ms,
+        customer_id: failed.customer_id,
+        channel: 'voice',
+        error_type: 'timeout',
+        error_message: failed.error.message,
+      },
+    ]);
 
     const retried = await t.request.post(`/v1/workflows/${workflowId}/executions/${executionId}/retry`).set(bearer(key));
     expect(retried.status).toBe(201);

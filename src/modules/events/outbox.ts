@@ -15,12 +15,17 @@ export interface EventInput {
   occurredAt?: Date;
 }
 
-export function recordEvent(em: EntityManager, input: EventInput): OutboxEvent {
-  return em.create(OutboxEvent, {
+/** The outbox row of an event, for a caller that writes it inside a statement of its own (one round trip). */
+export function outboxEventRow(input: EventInput): Pick<OutboxEvent, 'id' | 'organizationId' | 'type' | 'data' | 'createdAt'> {
+  return {
     id: newId('event'),
     organizationId: input.organizationId,
     type: input.type,
     data: input.data,
     createdAt: input.occurredAt ?? new Date(),
-  });
+  };
+}
+
+export function recordEvent(em: EntityManager, input: EventInput): OutboxEvent {
+  return em.create(OutboxEvent, outboxEventRow(input));
 }

@@ -24,6 +24,7 @@ import {
   loadNodeState,
   openWait,
   type OpenWaitResult,
+  recordSentStep,
   type StepRecord,
   storeOutboundMessage,
 } from './execution.recorder';
@@ -95,10 +96,7 @@ export function liveExecutionSink(services: Services): ExecutionSink {
     },
 
     async recordSentStep(ctx, msg, step) {
-      const inserted = await em().transactional(async (tx) => {
-        await storeOutboundMessage(tx as EntityManager, ctx, msg);
-        return await insertStep(tx as EntityManager, ctx, step);
-      });
+      const inserted = await recordSentStep(em(), ctx, msg, step);
       // Only a step an earlier attempt recorded needs reading back; a new one stored `step.output`.
       return inserted ? step.output : ((await findStepOutput(em(), ctx.executionId, step.nodeId)) ?? step.output);
     },
@@ -108,7 +106,7 @@ export function liveExecutionSink(services: Services): ExecutionSink {
     },
 
     async recordPrompt(ctx, msg) {
-      await em().transactional((tx) => storeOutboundMessage(tx as EntityManager, ctx, msg));
+      await storeOutboundMessage(em(), ctx, msg);
     },
 
     async closeWait(ctx, waitKey) {
@@ -130,9 +128,11 @@ export function liveExecutionSink(services: Services): ExecutionSink {
       const { status } = completion;
       // Only a dry run runs out of recorded replies; a live form waits (and times out) instead.
       if (status === 'waiting_for_input') throw new Error(`execution ${ctx.executionId}: waiting_for_input is not a final status`);
+      const finish = (e: EntityManager) => finishExecution(e, ctx.executionId, { ...completion, status });
+      if (!failedStep) return await finish(em());
       return await em().transactional(async (tx) => {
-        if (failedStep) await insertStep(tx as EntityManager, ctx, failedStep);
-        return await finishExecution(tx as EntityManager, ctx.executionId, { ...completion, status });
+        await insertStep(tx as EntityManager, ctx, failedStep);
+        return await finish(tx as EntityManager);
       });
     },
   };

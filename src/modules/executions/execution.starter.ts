@@ -55,7 +55,7 @@ export interface PendingExecution {
 export const workflowNotActive = (id: string) =>
   conflict('WORKFLOW_NOT_ACTIVE', `Workflow ${id} is not active; activate it before running executions`, 'workflow_id');
 
-/** Data of the workflow.* events: exactly the contract's fields. */
+/** Data of the workflow.* events: exactly the contract's fields (`finishExecution` builds the same in SQL from the finished row). */
 export function workflowEventData(e: {
   workflowId: string;
   id: string;
