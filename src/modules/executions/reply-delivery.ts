@@ -26,14 +26,18 @@ export interface ClaimedWait {
  * (The customer upsert before this already serialises the customer's own messages.)
  */
 export async function claimWait(tx: EntityManager, organizationId: string, customerId: string, channel: string): Promise<ClaimedWait | undefined> {
+  // Lock and clear in one statement (one round trip of the message's transaction), returning the wait as it was.
   const [waiting] = await tx.execute<ClaimedWait[]>(
-    `select id, workflow_id, waiting_key from executions
-      where organization_id = ? and customer_id = ? and channel = ? and status = 'running' and waiting_node_id is not null
-      order by started_at desc limit 1 for update`,
+    `with w as (
+       select id, workflow_id, waiting_key from executions
+        where organization_id = ? and customer_id = ? and channel = ? and status = 'running' and waiting_node_id is not null
+        order by started_at desc limit 1 for update
+     ), cleared as (
+       update executions e set waiting_node_id = null, waiting_key = null from w where e.id = w.id
+     )
+     select id, workflow_id, waiting_key from w`,
     [organizationId, customerId, channel],
   );
-  if (!waiting) return undefined;
-  await tx.execute('update executions set waiting_node_id = null, waiting_key = null where id = ?', [waiting.id]);
   return waiting;
 }
 
