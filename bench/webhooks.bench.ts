@@ -107,6 +107,16 @@ function threadCpuSince(before: Map<string, number>, events: number): Record<str
   return out;
 }
 
+/** Samples this process's RSS every 50 ms until stopped; returns the peak in MiB. */
+function sampleRss(): () => number {
+  let peak = process.memoryUsage.rss();
+  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 50);
+  return () => {
+    clearInterval(timer);
+    return Math.max(peak, process.memoryUsage.rss()) / 2 ** 20;
+  };
+}
+
 const load1 = () => os.loadavg()[0]!.toFixed(2);
 
 interface Round {
@@ -120,6 +130,8 @@ interface Round {
   phases?: Record<string, number[]>;
   /** CPU ms per event of this process's threads, by thread name. */
   threads: Record<string, number>;
+  /** Peak resident set size of this process during the round, MiB (sampled every 50 ms). */
+  rssMiB: number;
   load: string;
 }
 
@@ -219,6 +231,7 @@ export async function run(args: string[]): Promise<void> {
       const threads0 = threadCpuMs();
       const cpu0 = process.cpuUsage();
       const busy0 = machineBusyMs();
+      const rss = sampleRss();
       const { ids, t0, reqs } = await cpuProfile(round === 0 && profileFile ? `${profileFile}.ours.cpuprofile` : undefined, async () => {
         const emitted = await emit(n, round);
         return { ...emitted, reqs: (await receiver.waitFor('/bench', already + n, 600_000)).slice(already) };
@@ -226,6 +239,7 @@ export async function run(args: string[]): Promise<void> {
       const cpu = process.cpuUsage(cpu0);
       const threads = threadCpuSince(threads0, n);
       const busy = machineBusyMs() - busy0;
+      const rssMiB = rss();
       const mine = new Set(ids);
       if (reqs.some((r) => !mine.has(r.headers['x-service-event-id'] ?? ''))) throw new Error('a request for another round’s event arrived');
       const end = Math.max(...reqs.map((r) => r.at));
@@ -255,7 +269,7 @@ export async function run(args: string[]): Promise<void> {
         phases['activity→receipt']!.push(r - b);
         phases['receipt→activity end']!.push(e - r);
       }
-      return { rate: n / ((end - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99), cpuMs: (cpu.user + cpu.system) / 1000 / n, machineCpuMs: busy / n, phases, threads, load: load1() };
+      return { rate: n / ((end - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99), cpuMs: (cpu.user + cpu.system) / 1000 / n, machineCpuMs: busy / n, phases, threads, rssMiB, load: load1() };
     };
 
     const runBare = async (round: number): Promise<Round> => {
@@ -263,6 +277,7 @@ export async function run(args: string[]): Promise<void> {
       const threads0 = threadCpuMs();
       const cpu0 = process.cpuUsage();
       const busy0 = machineBusyMs();
+      const rss = sampleRss();
       const t0 = Date.now();
       await cpuProfile(round === 0 && profileFile ? `${profileFile}.bare.cpuprofile` : undefined, async () => {
         await mapLimit(ids, DISPATCH_START_CONCURRENCY, async (workflowId) => {
@@ -279,6 +294,7 @@ export async function run(args: string[]): Promise<void> {
       const cpu = process.cpuUsage(cpu0);
       const threads = threadCpuSince(threads0, n);
       const busy = machineBusyMs() - busy0;
+      const rssMiB = rss();
       const done = ids.map((id) => bareDone.get(id)!);
       const lat = done.map((d) => d - t0);
       const phases: Record<string, number[]> = { 'burst→start call': [], 'start call': [], 'start→activity': [] };
@@ -289,7 +305,7 @@ export async function run(args: string[]): Promise<void> {
         phases['start→activity']!.push(bareDone.get(id)! - s);
       }
       await Promise.all(ids.map((id) => services.temporal.client.workflow.getHandle(id).result()));
-      return { rate: n / ((Math.max(...done) - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99), cpuMs: (cpu.user + cpu.system) / 1000 / n, machineCpuMs: busy / n, phases, threads, load: load1() };
+      return { rate: n / ((Math.max(...done) - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99), cpuMs: (cpu.user + cpu.system) / 1000 / n, machineCpuMs: busy / n, phases, threads, rssMiB, load: load1() };
     };
 
     log(machineLine());
@@ -307,7 +323,7 @@ export async function run(args: string[]): Promise<void> {
     const ms = (v: number) => v.toFixed(0);
     const show = (label: string, r: Round, unit: string, what: string) => {
       log(`round ${label}: ${r.rate.toFixed(1)} ${unit}  ${what} p50 ${ms(r.p50)} ms p99 ${ms(r.p99)} ms  CPU ${r.cpuMs.toFixed(2)} ms/event (this process), ${r.machineCpuMs.toFixed(2)} ms/event (machine)  load ${r.load}`);
-      log(`    threads, CPU ms/event: ${Object.entries(r.threads).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`);
+      log(`    peak RSS ${r.rssMiB.toFixed(0)} MiB; threads, CPU ms/event: ${Object.entries(r.threads).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`);
     };
     for (let round = 0; round < rounds; round++) {
       const order = round % 2 === 0 ? (['ours', 'bare'] as const) : (['bare', 'ours'] as const);
@@ -336,12 +352,14 @@ export async function run(args: string[]): Promise<void> {
     log(`    event→receipt p50       ${formatStats(over(oursRounds, (o) => o.p50), 'ms')}`);
     log(`    event→receipt p99       ${formatStats(over(oursRounds, (o) => o.p99), 'ms')}`);
     log(`    CPU per delivery        ${formatStats(over(oursRounds, (o) => o.cpuMs), 'ms', 2)} this process; ${formatStats(over(oursRounds, (o) => o.machineCpuMs), 'ms', 2)} machine`);
+    log(`    peak RSS                ${formatStats(over(oursRounds, (o) => o.rssMiB), 'MiB')}`);
     for (const l of phaseLines(oursRounds)) log(l);
     log(`bare Temporal (one workflow, one no-op activity per event, ${DISPATCH_START_CONCURRENCY} starts in flight), ${rounds} rounds:`);
     log(`    workflows/s             ${formatStats(bareRate, '/s', 1)}`);
     log(`    start→done p50          ${formatStats(over(bareRounds, (b) => b.p50), 'ms')}`);
     log(`    start→done p99          ${formatStats(over(bareRounds, (b) => b.p99), 'ms')}`);
     log(`    CPU per workflow        ${formatStats(over(bareRounds, (b) => b.cpuMs), 'ms', 2)} this process; ${formatStats(over(bareRounds, (b) => b.machineCpuMs), 'ms', 2)} machine`);
+    log(`    peak RSS                ${formatStats(over(bareRounds, (b) => b.rssMiB), 'MiB')}`);
     for (const l of phaseLines(bareRounds)) log(l);
     log(`per-round ratio             ${formatStats(roundStats(oursRounds.map((o, i) => o.rate / bareRounds[i]!.rate)), '', 2)}`);
     log(`ratio=${(oursRate.median / bareRate.median).toFixed(2)}`);
