@@ -26,8 +26,8 @@ export function createWebhookActivities(deps: { services: Services; sender?: Web
     async deliverWebhookAttempt(input: WebhookDeliveryInput): Promise<WebhookDeliveryResult> {
       const temporalAttempt = Context.current().info.attempt;
       const attempt = (input.previousAttempts ?? 0) + temporalAttempt;
-      const em = deps.services.orm.em.fork() as EntityManager;
-      const result = await performDeliveryAttempt(em, getSender(), {
+      // Plain statements on the pool (no unit of work), so no fork.
+      const result = await performDeliveryAttempt(deps.services.orm.em as EntityManager, getSender(), {
         eventId: input.eventId,
         webhookId: input.webhookId,
         organizationId: input.organizationId,

@@ -16,6 +16,9 @@ import { deliveryWorkflowId, WEBHOOK_DELIVERY_WORKFLOW_TYPE, type WebhookDeliver
 
 const PURGE_INTERVAL_MS = 3_600_000;
 
+/** Temporal starts in flight at once, by default (the webhooks benchmark starts its baseline the same way). */
+export const DISPATCH_START_CONCURRENCY = 32;
+
 export const EVENTS_CHANNEL = 'wfa_events';
 
 interface EventRow {
@@ -62,7 +65,7 @@ export class EventDispatcher {
   ) {
     this.pollMs = opts.pollMs ?? services.config.WEBHOOK_DISPATCH_POLL_MS;
     this.batchSize = opts.batchSize ?? 200;
-    this.startConcurrency = opts.startConcurrency ?? 32;
+    this.startConcurrency = opts.startConcurrency ?? DISPATCH_START_CONCURRENCY;
   }
 
   start(): void {

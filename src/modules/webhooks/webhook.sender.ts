@@ -55,7 +55,10 @@ export class WebhookSender {
       connect: {
         lookup: guardedLookup(opts.allowPrivateNetworks),
         timeout: opts.timeoutMs,
-        ...(opts.extraCa ? { ca: [...tls.rootCertificates, opts.extraCa] } : {}),
+        // One TLS context for every connection. Given `ca` instead, each new connection
+        // built its own context and parsed the ~140 system roots plus the extra CA again:
+        // 13 % of the worker's main thread in the webhooks benchmark (docs/performance.md).
+        secureContext: tls.createSecureContext(opts.extraCa ? { ca: [...tls.rootCertificates, opts.extraCa] } : {}),
       },
       headersTimeout: opts.timeoutMs,
       bodyTimeout: opts.timeoutMs,
