@@ -127,14 +127,15 @@ export async function createServices(config: Config, overrides: { logger?: Logge
   const oauthTokens = new OAuthTokenVerifier(oauth.provider, oauth.resource, orm, config.AUTH_CACHE_TTL_MS);
   oauth.provider.on('access_token.destroyed', (token) => oauthTokens.forget(token.jti));
   oauth.provider.on('grant.revoked', (_ctx, grantId) => oauthTokens.forgetGrant(grantId));
+  const hotPool = createHotPool(orm, { max: config.DATABASE_POOL_MAX, acquireTimeoutMs: config.DATABASE_ACQUIRE_TIMEOUT_MS, logger });
   return {
     config,
     logger,
     orm,
-    hotPool: createHotPool(orm, { max: config.DATABASE_POOL_MAX, acquireTimeoutMs: config.DATABASE_ACQUIRE_TIMEOUT_MS, logger }),
+    hotPool,
     redis,
     temporal,
-    authenticator: new Authenticator(orm, config.AUTH_CACHE_TTL_MS, logger, [jwtVerifier, oauthTokens]),
+    authenticator: new Authenticator(orm, hotPool, config.AUTH_CACHE_TTL_MS, logger, [jwtVerifier, oauthTokens]),
     jwtVerifier,
     oauth,
     rateLimiter: new RateLimiter(redis, config.REDIS_KEY_PREFIX, logger),
