@@ -1,8 +1,8 @@
 /**
  * Builds the Koa application from a `Services` bag without listening, so tests and the
- * server share the same wiring. Order: request id + access log → error envelope → OAuth
- * server → JSON body and input guard (NUL characters, nesting) → routes → 404/405
- * fallbacks. There is no ORM request context (AsyncLocalStorage costs every promise of every
+ * server share the same wiring. Order: request id + access log + error envelope → OAuth
+ * server → JSON body and input guard (NUL characters, nesting) → routes (by path prefix)
+ * with the 404/405 fallbacks. There is no ORM request context (AsyncLocalStorage costs every promise of every
  * request): each service gets its own `em.fork()`.
  */
 import { readFile } from 'node:fs/promises';
@@ -14,8 +14,9 @@ import { HttpMethodEnum, koaBody } from 'koa-body';
 import { answerClientErrors } from './http/client-errors';
 import { AppError } from './http/errors';
 import { inputGuard } from './http/input-guard';
-import { errorEnvelope, notFoundFallback, requestContext } from './http/middleware';
+import { requestContext, withNotFoundFallback } from './http/middleware';
 import { generateDocument, OpenAPIRegistry, registerOperationalDocs } from './http/openapi';
+import { routeByPrefix } from './http/prefix-router';
 import { type AnyRoute, mountRoutes } from './http/route';
 import { apiKeyRoutes } from './modules/api-keys/api-key.routes';
 import { applicationRoutes } from './modules/applications/application.routes';
@@ -88,15 +89,13 @@ export function createApp(services: Services) {
   });
   mountDocs(router);
 
-  app.use(requestContext(services.logger, services.metrics));
-  app.use(errorEnvelope(services.logger, services));
+  // Four layers, each as cheap as it can be: every layer costs every request (docs/performance.md).
+  app.use(requestContext(services.logger, services.metrics, services));
   // The OAuth server and its pages take form bodies and answer in OAuth's own shapes.
   app.use(oauthMiddleware(services));
   app.use(jsonBodyThenInputGuard);
-  app.use(notFoundFallback);
-  for (const extra of EXTRA_ROUTER_FACTORIES.map((f) => f(services))) app.use(extra.routes()).use(extra.allowedMethods());
-  app.use(router.routes());
-  app.use(router.allowedMethods());
+  // All the routers in one, each request tested against the few routes of its path prefix.
+  app.use(withNotFoundFallback(routeByPrefix([...EXTRA_ROUTER_FACTORIES.map((f) => f(services)), router])));
   return { app, document };
 }
 
@@ -137,9 +136,10 @@ const parseJsonBody = koaBody({
  * Bodies are JSON only: anything else with content is 415 before it is read, more than
  * 1 MiB is 413; then the JSON parser and the input guard. One middleware, and a request
  * without a body (most GETs) skips the parser, which would find nothing to parse: every
- * layer costs each request a few promises (docs/performance.md).
+ * layer costs each request a few promises (docs/performance.md). Not async for the same
+ * reason; its throws become rejections in Koa's dispatcher.
  */
-async function jsonBodyThenInputGuard(ctx: Context, next: Next) {
+function jsonBodyThenInputGuard(ctx: Context, next: Next) {
   const length = Number(ctx.get('content-length') || 0);
   const hasBody = length > 0 || ctx.get('transfer-encoding') !== '';
   if (!hasBody) return inputGuard(ctx, next);

@@ -58,10 +58,11 @@ const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'
 const PG_UNAVAILABLE = /^(08...|57P0[123]|53300)$/;
 
 /**
- * Messages of pg, knex (pool, transactions) and ioredis that carry no code but mean the
- * same (knex reports a transaction whose connection died as "already complete").
+ * Messages of pg, pg's pool (db/hot-query.ts), knex (pool, transactions) and ioredis that
+ * carry no code but mean the same (knex reports a transaction whose connection died as
+ * "already complete").
  */
-const PG_MESSAGES = /Connection terminated|Connection ended unexpectedly|Transaction query already complete|Timeout acquiring a connection|Client has encountered a connection error|the database system is (starting up|shutting down|in recovery)|terminating connection/i;
+const PG_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Connection ended unexpectedly|Transaction query already complete|Timeout acquiring a connection|Client has encountered a connection error|the database system is (starting up|shutting down|in recovery)|terminating connection/i;
 const REDIS_MESSAGES = /Connection is closed|Stream isn't writeable|enableOfflineQueue|Reached the max retries per request|Command timed out/i;
 
 /** gRPC UNAVAILABLE / DEADLINE_EXCEEDED from the Temporal client. */

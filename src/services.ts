@@ -8,6 +8,7 @@ import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client
 import type { Config } from './config';
 import { DependencyMonitor } from './dependency-monitor';
 import { type Endpoints, endpointsFromConfig } from './failures';
+import { createHotPool, type HotPool } from './db/hot-query';
 import { createOrm, type Orm } from './db/orm';
 import { Authenticator } from './http/auth';
 import { IdempotencyStore } from './http/idempotency';
@@ -30,6 +31,8 @@ export interface Services {
   config: Config;
   logger: Logger;
   orm: Orm;
+  /** The hottest reads' own small pg pool (db/hot-query.ts). */
+  hotPool: HotPool;
   redis: Redis;
   temporal: TemporalClient;
   authenticator: Authenticator;
@@ -124,13 +127,15 @@ export async function createServices(config: Config, overrides: { logger?: Logge
   const oauthTokens = new OAuthTokenVerifier(oauth.provider, oauth.resource, orm, config.AUTH_CACHE_TTL_MS);
   oauth.provider.on('access_token.destroyed', (token) => oauthTokens.forget(token.jti));
   oauth.provider.on('grant.revoked', (_ctx, grantId) => oauthTokens.forgetGrant(grantId));
+  const hotPool = createHotPool(orm, { max: config.DATABASE_POOL_MAX, acquireTimeoutMs: config.DATABASE_ACQUIRE_TIMEOUT_MS, logger });
   return {
     config,
     logger,
     orm,
+    hotPool,
     redis,
     temporal,
-    authenticator: new Authenticator(orm, config.AUTH_CACHE_TTL_MS, logger, [jwtVerifier, oauthTokens]),
+    authenticator: new Authenticator(orm, hotPool, config.AUTH_CACHE_TTL_MS, logger, [jwtVerifier, oauthTokens]),
     jwtVerifier,
     oauth,
     rateLimiter: new RateLimiter(redis, config.REDIS_KEY_PREFIX, logger),
@@ -154,5 +159,6 @@ export async function closeServices(s: Services): Promise<void> {
   await s.temporal.close().catch(() => undefined);
   s.redis.disconnect();
   s.files.close?.();
+  await s.hotPool.end();
   await s.orm.close(true);
 }

@@ -1,27 +1,46 @@
 /**
- * `hotQuery` runs one parameterized statement on a pg client borrowed from the ORM's own
- * pool, skipping knex's query runner. For the hottest reads (GET by id) that runner cost
- * about as much CPU as the query itself (bench/api.bench.ts: ratio 0.47 → 0.51); everything
- * else keeps using the EntityManager. Placeholders are pg's `$1, $2, …`. A statement with a
- * `name` is prepared once per connection (pg remembers which connections have it); names
- * must be unique per statement text. It needs only the pool, so the global EntityManager
- * will do: no `fork()` per request.
+ * The hottest reads (GET by id) run one parameterized statement on a small `pg` Pool of
+ * their own, skipping both knex's query runner and its pool. The runner cost about as
+ * much CPU as the query itself (bench/api.bench.ts: ratio 0.47 → 0.51); knex's pool
+ * (tarn) then cost each acquire a pending-operation object, a timeout timer and three
+ * promises, plus a promise per release: with pg's own pool an acquire from the idle list
+ * is a callback. Everything else keeps using the EntityManager.
+ *
+ * Why a second pool rather than the ORM's: knex cannot use a `pg` Pool, and borrowing
+ * connections from tarn is what cost. The pool is opened with the ORM's own connection
+ * settings (same database, same type parsers: timestamps arrive as strings) and the same
+ * acquire timeout; `pg` opens connections only on demand and closes them after 30 s idle.
+ * Cost: up to `max` more connections per API process (DATABASE_POOL_MAX, so at most twice
+ * that in all), and a process that only ever writes opens none of them.
+ *
+ * Placeholders are pg's `$1, $2, …`. A statement with a `name` is prepared once per
+ * connection (pg remembers which connections have it); names must be unique per statement
+ * text.
  */
-import type { EntityManager } from '@mikro-orm/postgresql';
-import type { PoolClient } from 'pg';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { Pool, type PoolConfig } from 'pg';
+import type { Logger } from 'pino';
 
-interface KnexPoolClient {
-  acquireConnection(): Promise<PoolClient>;
-  releaseConnection(connection: PoolClient): Promise<void>;
+export type HotPool = Pool;
+
+export function createHotPool(orm: MikroORM, options: { max: number; acquireTimeoutMs: number; logger: Logger }): HotPool {
+  const settings = orm.em.getConnection().getKnex().client.connectionSettings as PoolConfig;
+  const pool = new Pool({
+    ...settings,
+    max: options.max,
+    // Waiting for a connection (or opening one) is bounded like the ORM's: while PostgreSQL
+    // is away a request fails fast and is answered 503 (src/failures.ts knows the message).
+    connectionTimeoutMillis: options.acquireTimeoutMs,
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle connection that dies (PostgreSQL restarted) is dropped by the pool; without a
+  // listener the 'error' event would end the process. Outages are reported by the
+  // DependencyMonitor once, from the failing requests, so this is only a debug line.
+  pool.on('error', (err) => options.logger.debug({ err: err.message }, 'hot-query pool: idle connection lost'));
+  return pool;
 }
 
-export async function hotQuery<T>(em: EntityManager, statement: string | { name: string; text: string }, params: unknown[]): Promise<T[]> {
-  const pool = (em.getConnection().getKnex() as unknown as { client: KnexPoolClient }).client;
-  const connection = await pool.acquireConnection();
-  try {
-    const query = typeof statement === 'string' ? { text: statement, values: params } : { ...statement, values: params };
-    return (await connection.query(query)).rows as T[];
-  } finally {
-    await pool.releaseConnection(connection);
-  }
+export async function hotQuery<T>(pool: HotPool, statement: string | { name: string; text: string }, params: unknown[]): Promise<T[]> {
+  const query = typeof statement === 'string' ? { text: statement, values: params } : { name: statement.name, text: statement.text, values: params };
+  return (await pool.query(query)).rows as T[];
 }

@@ -74,16 +74,23 @@ function decodedPath(ctx: Context): string {
 
 /**
  * Koa middleware, mounted right after the body parser: checks the parsed body, every
- * query parameter (field = its name) and the path (field `path`) before routing.
+ * query parameter (field = its name) and the path (field `path`) before routing. Not an
+ * async function (one promise less per request); it throws synchronously, which Koa's
+ * dispatcher turns into a rejection like any other.
  */
-export async function inputGuard(ctx: Context, next: Next): Promise<void> {
-  if (decodedPath(ctx).includes(NUL)) throw invalid('The request path must not contain NUL characters', 'path');
-  for (const [name, value] of Object.entries(ctx.query)) {
-    if (name.includes(NUL)) throw invalid('Query parameter names must not contain NUL characters');
-    for (const v of Array.isArray(value) ? value : [value]) {
-      if (typeof v === 'string' && v.includes(NUL)) throw invalid(`${name} must not contain NUL characters`, name);
+export function inputGuard(ctx: Context, next: Next): Promise<void> {
+  // Only a `%` can decode to NUL: most paths skip decoding.
+  const path = ctx.path;
+  if (path.includes('%') ? decodedPath(ctx).includes(NUL) : path.includes(NUL)) throw invalid('The request path must not contain NUL characters', 'path');
+  // `ctx.query` parses the query string (and caches it); without one there is nothing to check.
+  if (ctx.querystring) {
+    for (const [name, value] of Object.entries(ctx.query)) {
+      if (name.includes(NUL)) throw invalid('Query parameter names must not contain NUL characters');
+      for (const v of Array.isArray(value) ? value : [value]) {
+        if (typeof v === 'string' && v.includes(NUL)) throw invalid(`${name} must not contain NUL characters`, name);
+      }
     }
   }
-  assertSafeJson(ctx.request.body);
+  if (ctx.request.body !== undefined) assertSafeJson(ctx.request.body);
   return next();
 }

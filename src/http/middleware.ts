@@ -1,12 +1,12 @@
 /**
- * Owns the cross-cutting HTTP middleware: request id, access log and metrics, the error
+ * Owns the cross-cutting HTTP middleware: request id, access log and metrics with the error
  * envelope, and the 404/405 fallbacks. Only HTTP and domain errors (`toHttpError`) reach
  * clients as they are; an unavailable dependency is a 503; any other error is logged with
  * the request id and answered with a generic 500.
  */
 import { randomUUID } from 'node:crypto';
 import { DeadlockException } from '@mikro-orm/postgresql';
-import type { Context, Next } from 'koa';
+import type { Context, Middleware, Next } from 'koa';
 import type { Logger } from 'pino';
 import type { Counter, Histogram } from 'prom-client';
 import type { DependencyMonitor } from '../dependency-monitor';
@@ -18,7 +18,17 @@ export const SERVICE_UNAVAILABLE_RETRY_AFTER_S = 5;
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export function requestContext(logger: Logger, metrics: { requests: Counter<string>; duration: Histogram<string> }) {
+/**
+ * Request id, access log and metrics, and the error envelope, in one middleware (each
+ * layer costs every request a closure and a few promises: docs/performance.md). The
+ * envelope answers inside the access log's span, so the logged status is the one sent.
+ */
+export function requestContext(
+  logger: Logger,
+  metrics: { requests: Counter<string>; duration: Histogram<string> },
+  outages?: { dependencies: DependencyMonitor; endpoints: Endpoints },
+) {
+  const answerError = errorAnswerer(logger, outages);
   return async (ctx: Context, next: Next) => {
     const started = process.hrtime.bigint();
     const incoming = ctx.get('x-request-id');
@@ -27,27 +37,32 @@ export function requestContext(logger: Logger, metrics: { requests: Counter<stri
     ctx.set('X-Request-Id', requestId);
     try {
       await next();
+    } catch (raw) {
+      answerError(ctx, raw);
     } finally {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       // The matched route pattern, not the raw path, keeps metric labels bounded.
       const route = (ctx as Context & { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
       metrics.requests.inc({ method: ctx.method, route, status: String(ctx.status) });
       metrics.duration.observe({ method: ctx.method, route }, seconds);
-      const credential = ctx.state.credential as { id: string; organizationId: string; subject?: string } | undefined;
-      logger.info(
-        {
-          request_id: requestId,
-          method: ctx.method,
-          path: ctx.path,
-          route,
-          status: ctx.status,
-          duration_ms: Math.round(seconds * 1000),
-          credential_id: credential?.id,
-          sub: credential?.subject,
-          organization_id: credential?.organizationId,
-        },
-        'request',
-      );
+      // The line's object is built only when it is written (LOG_LEVEL=silent or warn skip it).
+      if (logger.isLevelEnabled('info')) {
+        const credential = ctx.state.credential as { id: string; organizationId: string; subject?: string } | undefined;
+        logger.info(
+          {
+            request_id: requestId,
+            method: ctx.method,
+            path: ctx.path,
+            route,
+            status: ctx.status,
+            duration_ms: Math.round(seconds * 1000),
+            credential_id: credential?.id,
+            sub: credential?.subject,
+            organization_id: credential?.organizationId,
+          },
+          'request',
+        );
+      }
     }
   };
 }
@@ -94,30 +109,32 @@ function unavailableError(raw: unknown, dependencies: DependencyMonitor | undefi
   });
 }
 
-export function errorEnvelope(logger: Logger, outages?: { dependencies: DependencyMonitor; endpoints: Endpoints }) {
-  return async (ctx: Context, next: Next) => {
-    try {
-      await next();
-    } catch (raw) {
-      const err =
-        toHttpError(raw) ?? bodyParserError(raw as object) ?? unavailableError(raw, outages?.dependencies, outages?.endpoints ?? {});
-      if (err) {
-        ctx.status = err.status;
-        ctx.body = { error: err.toBody() };
-        if (err.extra.headers) ctx.set(err.extra.headers);
-        if (err.status === 413) closeAfterUnreadBody(ctx);
-        return;
-      }
-      logger.error({ err: raw, request_id: ctx.state.requestId }, 'unhandled error');
-      ctx.status = 500;
-      ctx.body = { error: { code: 'INTERNAL_ERROR', message: 'Internal server error' } };
+/** Answers a thrown error in the contract's envelope (see the file comment). */
+function errorAnswerer(logger: Logger, outages?: { dependencies: DependencyMonitor; endpoints: Endpoints }) {
+  return (ctx: Context, raw: unknown) => {
+    const err = toHttpError(raw) ?? bodyParserError(raw as object) ?? unavailableError(raw, outages?.dependencies, outages?.endpoints ?? {});
+    if (err) {
+      ctx.status = err.status;
+      ctx.body = { error: err.toBody() };
+      if (err.extra.headers) ctx.set(err.extra.headers);
+      if (err.status === 413) closeAfterUnreadBody(ctx);
+      return;
     }
+    logger.error({ err: raw, request_id: ctx.state.requestId }, 'unhandled error');
+    ctx.status = 500;
+    ctx.body = { error: { code: 'INTERNAL_ERROR', message: 'Internal server error' } };
   };
 }
 
-/** Runs after the router: unmatched paths and methods get the error envelope. */
-export async function notFoundFallback(ctx: Context, next: Next) {
-  await next();
+/**
+ * Wraps the routers: what they leave unanswered (an unmatched path or method) gets the
+ * error envelope. A `.then` rather than another async layer: one promise per request.
+ */
+export function withNotFoundFallback(routes: Middleware): Middleware {
+  return (ctx, next) => Promise.resolve(routes(ctx, next)).then(() => answerUnrouted(ctx));
+}
+
+function answerUnrouted(ctx: Context) {
   if (ctx.body !== undefined && ctx.body !== null) return;
   if (ctx.status === 405 || ctx.status === 501) {
     const allow = ctx.response.get('Allow');

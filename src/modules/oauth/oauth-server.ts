@@ -18,13 +18,18 @@ export function oauthMiddleware(services: Services) {
   const interactions = interactionRouter(services).routes() as unknown as Middleware;
   provider.on('server_error', (_ctx, err) => services.logger.error({ err }, 'oauth server error'));
 
-  return async (ctx: Context, next: Next) => {
-    if (ctx.path.startsWith('/oauth/interaction/')) return interactions(ctx, next);
-    if (ctx.path === RFC8414) ctx.req.url = OIDC_DISCOVERY;
-    else if (!ctx.path.startsWith('/oauth/') && ctx.path !== OIDC_DISCOVERY) return next();
+  const provide = async (ctx: Context) => {
     // The provider writes the response itself.
     ctx.respond = false;
     await handle(ctx.req, ctx.res);
     ctx.status = ctx.res.statusCode;
+  };
+  // Not an async function: every other request passes through without a promise of its own.
+  return (ctx: Context, next: Next) => {
+    const path = ctx.path;
+    if (path.startsWith('/oauth/interaction/')) return interactions(ctx, next);
+    if (path === RFC8414) ctx.req.url = OIDC_DISCOVERY;
+    else if (!path.startsWith('/oauth/') && path !== OIDC_DISCOVERY) return next();
+    return provide(ctx);
   };
 }

@@ -15,7 +15,7 @@ import {
   WorkflowOut,
   WorkflowUpdate,
 } from './workflow.schemas';
-import { type WorkflowDetail, WorkflowService } from './workflow.service';
+import { readWorkflow, type WorkflowDetail, WorkflowService } from './workflow.service';
 
 /** The spec's `success_rate`: null for a workflow with no finished execution. */
 function successRate(success: number, failure: number): number | null {
@@ -44,9 +44,6 @@ const CONFIG_ERRORS: Array<[number, string]> = [
 
 export function workflowRoutes(services: Services): AnyRoute[] {
   const svc = () => new WorkflowService(services.orm.em.fork());
-  // `read` only borrows a pooled connection: the global EntityManager serves it without a
-  // fork per request (its unit of work is never touched; allowGlobalContext: false guards that).
-  const reader = new WorkflowService(services.orm.em);
   const tag = 'Workflows';
   return [
     defineRoute({
@@ -77,7 +74,7 @@ export function workflowRoutes(services: Services): AnyRoute[] {
       response: z.object({ data: WorkflowDetailOut }),
       errors: [NOT_FOUND],
       async handler({ params, credential }) {
-        const wf = await reader.read(credential.organizationId, params.workflow_id);
+        const wf = await readWorkflow(services.hotPool, credential.organizationId, params.workflow_id);
         return { data: { ...toWorkflowOut(wf), configuration: wf.configuration, revision: wf.revision } };
       },
     }),

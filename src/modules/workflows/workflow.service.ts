@@ -8,7 +8,7 @@ import { type EntityManager, LockMode } from '@mikro-orm/postgresql';
 import { conflict, invalid, notFound } from '../../errors';
 import { type Page, offsetOf } from '../../http/pagination';
 import { flushOrConflict } from '../../db/flush';
-import { hotQuery } from '../../db/hot-query';
+import { type HotPool, hotQuery } from '../../db/hot-query';
 import { newId } from '../../ids';
 import { Workflow, WorkflowRevision, type WorkflowStatus } from './workflow.entity';
 import { parseInput } from '../../http/validation';
@@ -62,6 +62,31 @@ const nameTaken = (name: string) => conflict('WORKFLOW_ALREADY_EXISTS', `A workf
 /** Escapes LIKE wildcards so a search for "50%" matches the text "50%". */
 const likePattern = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
+/**
+ * The hottest read, for answering only: one prepared statement on the hot-query pool and a
+ * plain object. `findOne` builds its query from criteria and snapshots the entity for
+ * change tracking on every call, which measured several times the cost of the query
+ * itself; no EntityManager is involved at all (docs/performance.md, db/hot-query.ts).
+ */
+export async function readWorkflow(pool: HotPool, organizationId: string, id: string): Promise<WorkflowDetail> {
+  const [row] = await hotQuery<WorkflowDetailRow>(pool, READ_WORKFLOW, [id, organizationId]);
+  if (!row) throw workflowNotFound();
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    status: row.status,
+    channel: row.channel,
+    configuration: row.configuration,
+    revision: row.revision,
+    executionCount: row.execution_count,
+    successCount: row.success_count,
+    failureCount: row.failure_count,
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
+  };
+}
+
 export class WorkflowService {
   constructor(private readonly em: EntityManager) {}
 
@@ -88,31 +113,6 @@ export class WorkflowService {
     const wf = await this.em.findOne(Workflow, { id, organizationId, deletedAt: null });
     if (!wf) throw workflowNotFound();
     return wf;
-  }
-
-  /**
-   * The hottest read, for answering only: one prepared statement and a plain object.
-   * `findOne` builds its query from criteria and snapshots the entity for change tracking
-   * on every call, which measured several times the cost of the query itself; it needs no
-   * forked EntityManager either (docs/performance.md, db/hot-query.ts).
-   */
-  async read(organizationId: string, id: string): Promise<WorkflowDetail> {
-    const [row] = await hotQuery<WorkflowDetailRow>(this.em, READ_WORKFLOW, [id, organizationId]);
-    if (!row) throw workflowNotFound();
-    return {
-      id: row.id,
-      name: row.name,
-      description: row.description,
-      status: row.status,
-      channel: row.channel,
-      configuration: row.configuration,
-      revision: row.revision,
-      executionCount: row.execution_count,
-      successCount: row.success_count,
-      failureCount: row.failure_count,
-      createdAt: new Date(row.created_at),
-      updatedAt: new Date(row.updated_at),
-    };
   }
 
   async create(
