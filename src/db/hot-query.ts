@@ -1,6 +1,7 @@
 /**
- * The hottest reads (GET by id) run one parameterized statement on a small `pg` Pool of
- * their own, skipping both knex's query runner and its pool. The runner cost about as
+ * The hottest statements (GET by id, the API-key refresh, a webhook delivery attempt's read
+ * and log row) run one parameterized statement each on a small `pg` Pool of their own,
+ * skipping both knex's query runner and its pool. The runner cost about as
  * much CPU as the query itself (bench/api.bench.ts: ratio 0.47 → 0.51); knex's pool
  * (tarn) then cost each acquire a pending-operation object, a timeout timer and three
  * promises, plus a promise per release: with pg's own pool an acquire from the idle list
@@ -10,8 +11,8 @@
  * connections from tarn is what cost. The pool is opened with the ORM's own connection
  * settings (same database, same type parsers: timestamps arrive as strings) and the same
  * acquire timeout; `pg` opens connections only on demand and closes them after 30 s idle.
- * Cost: up to `max` more connections per API process (DATABASE_POOL_MAX, so at most twice
- * that in all), and a process that only ever writes opens none of them.
+ * Cost: up to `max` more connections per process (DATABASE_POOL_MAX, so at most twice that
+ * in all), opened only when one of these statements runs.
  *
  * Placeholders are pg's `$1, $2, …`. A statement with a `name` is prepared once per
  * connection (pg remembers which connections have it); names must be unique per statement

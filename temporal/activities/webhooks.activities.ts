@@ -7,7 +7,6 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Services } from '../../src/services';
 import { performDeliveryAttempt } from '../../src/modules/webhooks/webhook.delivery';
 import { WebhookSender } from '../../src/modules/webhooks/webhook.sender';
@@ -27,7 +26,7 @@ export function createWebhookActivities(deps: { services: Services; sender?: Web
       const temporalAttempt = Context.current().info.attempt;
       const attempt = (input.previousAttempts ?? 0) + temporalAttempt;
       // Plain statements on the pool (no unit of work), so no fork.
-      const result = await performDeliveryAttempt(deps.services.orm.em as EntityManager, getSender(), {
+      const result = await performDeliveryAttempt(deps.services.hotPool, getSender(), {
         eventId: input.eventId,
         webhookId: input.webhookId,
         organizationId: input.organizationId,

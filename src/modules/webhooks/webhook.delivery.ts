@@ -4,8 +4,7 @@
  * once (so it is visible as soon as the attempt ends), deactivate the webhook on a 410,
  * and say whether the attempt was delivered, should be retried, or is final.
  */
-import type { EntityManager } from '@mikro-orm/postgresql';
-import { hotQuery } from '../../db/hot-query';
+import { type HotPool, hotQuery } from '../../db/hot-query';
 import { newId } from '../../ids';
 import { classifyAnswer, MAX_RESPONSE_BODY_BYTES, type WebhookSender } from './webhook.sender';
 
@@ -84,17 +83,17 @@ const INSERT_LOG_AND_DEACTIVATE = {
 };
 
 /**
- * One attempt. The reads and the log write are plain statements on the ORM's pool
+ * One attempt. The reads and the log write are plain statements on the hot pool
  * (`hotQuery`), not entity loads and a unit-of-work flush: with deliveries running dozens at
  * once, the ORM's query building, hydration and change sets were a fifth of the worker's
- * main-thread CPU per delivery (docs/performance.md, Webhooks). `em` only lends its pool.
+ * main-thread CPU per delivery (docs/performance.md, Webhooks).
  */
 export async function performDeliveryAttempt(
-  em: EntityManager,
+  pool: HotPool,
   sender: WebhookSender,
   input: { eventId: string; webhookId: string; organizationId: string; attempt: number },
 ): Promise<AttemptResult> {
-  const [row] = await hotQuery<AttemptRow>(em, LOAD_ATTEMPT, [input.webhookId, input.eventId, input.organizationId]);
+  const [row] = await hotQuery<AttemptRow>(pool, LOAD_ATTEMPT, [input.webhookId, input.eventId, input.organizationId]);
   if (!row) return { kind: 'skipped', reason: 'webhook deleted' };
   if (!row.active) return { kind: 'skipped', reason: 'webhook inactive' };
   if (row.event_id === null) return { kind: 'skipped', reason: 'event not found' };
@@ -129,7 +128,7 @@ export async function performDeliveryAttempt(
   }
 
   const gone = outcome.answered && classifyAnswer(outcome.status) === 'gone';
-  await hotQuery(em, gone ? INSERT_LOG_AND_DEACTIVATE : INSERT_LOG, [
+  await hotQuery(pool, gone ? INSERT_LOG_AND_DEACTIVATE : INSERT_LOG, [
     newId('webhookLog'),
     row.webhook_id,
     row.organization_id,
