@@ -24,7 +24,8 @@
  * API in a process of its own (`src/main.ts api`), the worker in this one; the bare side is
  * one process too (its client is a library call, not a service). `--topology single` runs
  * the API, our worker and the load in this one process, as the tests do; only there can
- * the bench time the Temporal starts and sample the API's ORM pool.
+ * the bench time the Temporal starts and sample the API's ORM pool. To profile the API
+ * process: `BENCH_API_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/api"` (node flags for it).
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
