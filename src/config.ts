@@ -120,6 +120,9 @@ export type Config = Readonly<
 
 export class ConfigError extends Error {}
 
+/** How long activities wait out an outage of our own infrastructure (ACTIVITY_INFRA_RETRY_HOURS), in ms. */
+export const infraRetryMsOf = (config: Config): number => config.ACTIVITY_INFRA_RETRY_HOURS * 3_600_000;
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = envSchema.safeParse(env);
   if (!parsed.success) {

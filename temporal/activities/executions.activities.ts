@@ -24,6 +24,7 @@
  * then `ExecutionApiError`. Provider calls are wrapped in `ProviderError` so that their
  * connection errors are never taken for our database's.
  */
+import { infraRetryMsOf } from '../../src/config';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Services } from '../../src/services';
@@ -83,7 +84,7 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
   const policy: FailurePolicy = {
     waits: dependencyWaitsFor(services.metrics.registry),
     endpoints: endpointsFromConfig(services.config),
-    infraRetryMs: services.config.ACTIVITY_INFRA_RETRY_HOURS * 3_600_000,
+    infraRetryMs: infraRetryMsOf(services.config),
   };
   /** The completion must be written: it waits out any outage, however long. */
   const completionPolicy: FailurePolicy = { ...policy, infraRetryMs: Infinity };

@@ -6,6 +6,7 @@
  * trigger execution; neither is retried. Anything else is retried under temporal/failures.ts:
  * our database's outage is waited out, other errors get FIRING_BUDGET attempts.
  */
+import { infraRetryMsOf } from '../../src/config';
 import { DomainError } from '../../src/errors';
 import { endpointsFromConfig } from '../../src/failures';
 import { fireTrigger } from '../../src/modules/triggers/trigger-firing';
@@ -21,7 +22,7 @@ export function createTriggerActivities(deps: { services: Services }) {
   const policy = {
     waits: dependencyWaitsFor(services.metrics.registry),
     endpoints: endpointsFromConfig(services.config),
-    infraRetryMs: services.config.ACTIVITY_INFRA_RETRY_HOURS * 3_600_000,
+    infraRetryMs: infraRetryMsOf(services.config),
   };
   return {
     fireScheduledTrigger: (input: FireScheduledTriggerInput) => runWithFailurePolicy(policy, FIRING_BUDGET, () => fire(input)),

@@ -3,6 +3,7 @@
  * each replayed execution what it runs, and close it. The replay of one execution itself
  * is the execution walk in dry-run mode with the dry run's sink (dry-run.sink.ts).
  */
+import { infraRetryMsOf } from '../../config';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Services } from '../../services';
 import type { ExecutionNodeSpec } from '../../../temporal/executions.shared';
@@ -51,7 +52,7 @@ export async function planDryRunExecution(services: Services, dryRunId: string, 
       customerId: row.customer_id,
       input: row.input,
       nodes: row.configuration.nodes,
-      infraRetryMs: services.config.ACTIVITY_INFRA_RETRY_HOURS * 3_600_000,
+      infraRetryMs: infraRetryMsOf(services.config),
     },
     replies: await loadRecordedReplies(e, executionId),
   };

@@ -13,6 +13,7 @@
  * unstamped and the worker's reconciler (`reconcileExecutions`) starts it later; the
  * workflow-id policies make that start exactly once even when both race.
  */
+import { infraRetryMsOf } from '../../config';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { TypedSearchAttributes, type SearchAttributePair } from '@temporalio/common';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
@@ -150,7 +151,7 @@ export async function dispatchExecution(
   timeoutMs?: number,
 ): Promise<boolean> {
   failpoint(services.config, 'execution.before_temporal_start');
-  const input: ExecutionWorkflowInput = { ...pending.workflowInput, infraRetryMs: services.config.ACTIVITY_INFRA_RETRY_HOURS * 3_600_000 };
+  const input: ExecutionWorkflowInput = { ...pending.workflowInput, infraRetryMs: infraRetryMsOf(services.config) };
   const pairs: SearchAttributePair[] = [
     { key: SearchAttributeKeys.organizationId, value: input.organizationId },
     { key: SearchAttributeKeys.workflowId, value: input.workflowId },

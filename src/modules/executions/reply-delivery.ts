@@ -65,28 +65,21 @@ export async function deliverReply(
 
 /** Re-delivers inbound replies whose signal was never confirmed (crash after the commit). */
 export async function redeliverReplies(services: Services, graceMs: number): Promise<number> {
+  // Only replies to a waiting execution are signalled: a message that started executions is
+  // linked to the first of them and committed as delivered, so it is not selected here.
   const rows = await services.orm.em
     .fork()
     .getConnection()
     .execute<Array<{ id: string; execution_id: string; text: string }>>(
-      `select id, execution_id, text from messages
-        where direction = 'inbound' and execution_id is not null and delivered_at is null
-          and created_at < now() - (? * interval '1 millisecond')
-        order by created_at limit 100`,
+      `select m.id, m.execution_id, m.text from messages m
+        where m.direction = 'inbound' and m.execution_id is not null and m.delivered_at is null
+          and m.created_at < now() - (? * interval '1 millisecond')
+          and not exists (select 1 from executions e where e.id = m.execution_id and e.message_id = m.id)
+        order by m.created_at limit 100`,
       [graceMs],
     );
   let n = 0;
   for (const row of rows) {
-    // Only replies to a waiting execution are signalled; a message that started executions is
-    // linked to its first one and counts as delivered.
-    const [started] = await services.orm.em
-      .fork()
-      .getConnection()
-      .execute<Array<{ id: string }>>('select id from executions where id = ? and message_id = ?', [row.execution_id, row.id]);
-    if (started) {
-      await services.orm.em.fork().getConnection().execute('update messages set delivered_at = now() where id = ?', [row.id]);
-      continue;
-    }
     if (await deliverReply(services, { messageId: row.id, executionId: row.execution_id, text: row.text }, RECONCILE_TEMPORAL_TIMEOUT_MS)) n++;
   }
   return n;

@@ -157,7 +157,7 @@ export async function recordTriggerFiring(
         channel: req.channel,
         input: req.input,
       },
-      { ...(extra.messageId ? { messageId: extra.messageId } : {}), ...(extra.workflow ? { workflow: extra.workflow } : {}) },
+      extra,
     );
   } catch (err) {
     // recordExecution checks the workflow before it writes anything.
