@@ -44,7 +44,7 @@ const MAX_REDACT_DEPTH = 8;
  * never changed. An Error holding one is serialized first (pino's err serializer), so its
  * message and stack survive.
  */
-export function redactSecrets(value: unknown, depth = 0): unknown {
+function redactSecrets(value: unknown, depth = 0): unknown {
   if (value === null || typeof value !== 'object' || depth > MAX_REDACT_DEPTH || ArrayBuffer.isView(value)) return value;
   if (Array.isArray(value)) {
     let copy: unknown[] | undefined;

@@ -14,7 +14,7 @@
  * Cost: up to `max` more connections per process (DATABASE_POOL_MAX, so at most twice that
  * in all), opened only when one of these statements runs.
  *
- * Placeholders are pg's `$1, $2, …`. A statement with a `name` is prepared once per
+ * Placeholders are pg's `$1, $2, …`. Every statement is named, so it is prepared once per
  * connection (pg remembers which connections have it); names must be unique per statement
  * text.
  */
@@ -41,7 +41,6 @@ export function createHotPool(orm: MikroORM, options: { max: number; acquireTime
   return pool;
 }
 
-export async function hotQuery<T>(pool: HotPool, statement: string | { name: string; text: string }, params: unknown[]): Promise<T[]> {
-  const query = typeof statement === 'string' ? { text: statement, values: params } : { name: statement.name, text: statement.text, values: params };
-  return (await pool.query(query)).rows as T[];
+export async function hotQuery<T>(pool: HotPool, statement: { name: string; text: string }, params: unknown[]): Promise<T[]> {
+  return (await pool.query({ name: statement.name, text: statement.text, values: params })).rows as T[];
 }

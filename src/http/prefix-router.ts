@@ -18,7 +18,7 @@ import type { Middleware } from 'koa';
 const LITERAL_PREFIX = /^\/[\w.-]+(\/[\w.-]+)?$/;
 
 /** `/v1/workflows/:id` → `/v1/workflows`, `/healthz/` → `/healthz`; lower case. */
-export function prefixOf(path: string): string {
+function prefixOf(path: string): string {
   const second = path.indexOf('/', 1);
   let end = second === -1 ? path.length : path.indexOf('/', second + 1);
   if (end === -1) end = path.length;

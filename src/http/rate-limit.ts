@@ -171,8 +171,9 @@ export class RateLimiter {
 
   /** Sends what is queued (up to MAX_CHECKS_PER_CALL) as one call; when it is answered, the next. */
   private sendQueued(): void {
-    const batch = this.queue.length <= MAX_CHECKS_PER_CALL ? this.queue : this.queue.slice(0, MAX_CHECKS_PER_CALL);
-    this.queue = batch === this.queue ? [] : this.queue.slice(MAX_CHECKS_PER_CALL);
+    // The batch keeps the first MAX_CHECKS_PER_CALL, the queue the rest (usually none).
+    const batch = this.queue;
+    this.queue = batch.splice(MAX_CHECKS_PER_CALL);
     this.inFlight = true;
     const keys: string[] = [];
     const args: number[] = [];

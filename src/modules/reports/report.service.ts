@@ -29,7 +29,6 @@ export const REPORT_CONTENT_TYPES = { csv: 'text/csv; charset=utf-8', json: 'app
 
 const EXTENSIONS = { csv: 'csv', json: 'ndjson', xlsx: 'xlsx' } as const;
 
-/** A file still being generated: worth asking again in a few seconds. */
 /**
  * Refuses the download of a job's file that is not there: still being written (409 with
  * Retry-After), failed (409, no file) or past `expires_at` (410, even before the sweep).
