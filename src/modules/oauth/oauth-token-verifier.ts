@@ -6,7 +6,7 @@
  * the user's current role and the client's current scopes, so demoting a user narrows
  * their tokens at once; a deleted user or client ends them.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type Provider from 'oidc-provider';
 import type { Orm } from '../../db/orm';
 import { type BearerVerifier, type Credential, invalidToken, PERMISSION_SCOPES, SCOPES } from '../../http/auth';
@@ -31,7 +31,7 @@ export class OAuthTokenVerifier implements BearerVerifier {
   }
 
   async verify(token: string): Promise<Credential> {
-    const key = createHash('sha256').update(token).digest('hex');
+    const key = hash('sha256', token, 'hex');
     const now = Date.now();
     let entry = this.cache.get(key);
     if (!entry || entry.expiresAt <= now) {
@@ -48,7 +48,7 @@ export class OAuthTokenVerifier implements BearerVerifier {
 
   /** Forgets a revoked token at once in this process (other processes follow within the TTL). */
   forget(token: string): void {
-    this.cache.delete(createHash('sha256').update(token).digest('hex'));
+    this.cache.delete(hash('sha256', token, 'hex'));
   }
 
   /** Forgets every cached token of a revoked grant (refresh-token reuse, code reuse, revocation of a refresh token). */
