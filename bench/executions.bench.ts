@@ -45,21 +45,24 @@ import { createActivities } from '../temporal/activities';
 import { executionWorkflowId } from '../temporal/executions.shared';
 import { createWorker, runWorker } from '../temporal/worker';
 import { freePort, spawnProcess, type SpawnedProcess } from '../test/helpers/process';
-import { benchDatabase, benchTemporal, cpuProfile, formatStats, log, machineLine, roundStats } from './lib';
+import {
+  benchDatabase,
+  benchTemporal,
+  cpuProfile,
+  formatStats,
+  log,
+  machineLine,
+  optionArg,
+  percentile as pct,
+  pool,
+  positiveIntArg as arg,
+  processCpuMs,
+  roundStats,
+  threadCpuMs,
+  threadCpuMsSince,
+} from './lib';
 
 const STEPS = 2;
-
-function arg(args: string[], name: string, fallback: number): number {
-  const i = args.indexOf(`--${name}`);
-  const v = i >= 0 ? Number(args[i + 1]) : fallback;
-  if (!Number.isInteger(v) || v <= 0) throw new Error(`--${name} must be a positive integer`);
-  return v;
-}
-
-const pct = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
-};
 
 /**
  * Resolves when the API's background start of a workflow id has returned. The bench hooks
@@ -89,7 +92,6 @@ function startWaiter() {
   };
 }
 
-/** Runs `fn(i)` for i in [0, n) with at most `concurrency` in flight. */
 /** Waits for the API process to answer /healthz (it migrates and connects first). */
 async function untilHealthy(base: string, p: SpawnedProcess): Promise<void> {
   const deadline = Date.now() + 60_000;
@@ -115,33 +117,6 @@ async function untilClosed(client: TemporalClient, workflowId: string): Promise<
       await new Promise((r) => setTimeout(r, 10));
     }
   }
-}
-
-/** CPU time (user + system, all threads) of process `pid` so far, in ms; 0 once it is gone. */
-function processCpuMs(pid: number | 'self'): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10; // USER_HZ = 100
-  } catch {
-    return 0;
-  }
-}
-
-/** CPU ms of this process's threads so far, summed by thread name (main, workflow threads, the SDK's core, GC helpers). */
-function threadCpuMs(): Map<string, number> {
-  const byName = new Map<string, number>();
-  for (const tid of readdirSync('/proc/self/task')) {
-    try {
-      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-      const name = Number(tid) === process.pid ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[-_ ]?\d+$/, '');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      byName.set(name, (byName.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10);
-    } catch {
-      // Thread ended while we looked.
-    }
-  }
-  return byName;
 }
 
 /** The Temporal dev server listening on `address` (its command line names the port). */
@@ -174,43 +149,34 @@ async function cpuPerExecution(
   const backendPids = async () =>
     (await client.query<{ pid: number }>('select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()')).rows.map((r) => r.pid);
   const pg = async () => Object.fromEntries((await backendPids()).map((pid) => [pid, processCpuMs(pid)]));
-  const threadsBefore = threadCpuMs();
-  const before = { self: processCpuMs('self'), api: parts.api ? processCpuMs(parts.api) : 0, temporal: parts.temporal ? processCpuMs(parts.temporal) : 0, pg: await pg() };
-  try {
+  const snapshot = async () => ({
+    self: processCpuMs('self'),
+    api: parts.api ? processCpuMs(parts.api) : 0,
+    temporal: parts.temporal ? processCpuMs(parts.temporal) : 0,
+    pg: await pg(),
+  });
+  const measured = async () => {
+    const threadsBefore = threadCpuMs();
+    const before = await snapshot();
     await during();
-  } catch (err) {
-    await client.end();
-    throw err;
-  }
-  {
-    const after = { self: processCpuMs('self'), api: parts.api ? processCpuMs(parts.api) : 0, temporal: parts.temporal ? processCpuMs(parts.temporal) : 0, pg: await pg() };
-    await client.end();
-    const pgMs = Object.entries(after.pg).reduce((a, [pid, v]) => a + v - (before.pg[pid] ?? 0), 0);
-    const each = (v: number) => (v / n).toFixed(1);
-    const items = [
-      ...(parts.api ? [`API process ${each(after.api - before.api)}`] : []),
-      `bench process (worker${parts.api ? '' : ', API'} and load) ${each(after.self - before.self)}`,
-      `PostgreSQL ${each(pgMs)}`,
-      ...(parts.temporal ? [`Temporal server ${each(after.temporal - before.temporal)}`] : []),
-    ];
-    const threads = [...threadCpuMs()]
-      .map(([name, v]) => [name, v - (threadsBefore.get(name) ?? 0)] as const)
-      .filter(([, v]) => v / n >= 0.5)
-      .sort((a, b) => b[1] - a[1])
-      .map(([name, v]) => `${name} ${each(v)}`);
-    items[parts.api ? 1 : 0] += ` (threads: ${threads.join(', ')})`;
-    const total = after.self - before.self + (after.api - before.api) + pgMs + (after.temporal - before.temporal);
-    return `    CPU ms per execution: ${items.join(', ')}; total ${each(total)}`;
-  }
-}
-
-async function pool(n: number, concurrency: number, fn: (i: number) => Promise<void>) {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(n, concurrency) }, async () => {
-      while (next < n) await fn(next++);
-    }),
-  );
+    return { before, after: await snapshot(), threads: threadCpuMsSince(threadsBefore) };
+  };
+  const { before, after, threads } = await measured().finally(() => client.end());
+  const pgMs = Object.entries(after.pg).reduce((a, [pid, v]) => a + v - (before.pg[pid] ?? 0), 0);
+  const each = (v: number) => (v / n).toFixed(1);
+  const items = [
+    ...(parts.api ? [`API process ${each(after.api - before.api)}`] : []),
+    `bench process (worker${parts.api ? '' : ', API'} and load) ${each(after.self - before.self)}`,
+    `PostgreSQL ${each(pgMs)}`,
+    ...(parts.temporal ? [`Temporal server ${each(after.temporal - before.temporal)}`] : []),
+  ];
+  const busyThreads = [...threads]
+    .filter(([, v]) => v / n >= 0.5)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, v]) => `${name} ${each(v)}`);
+  items[parts.api ? 1 : 0] += ` (threads: ${busyThreads.join(', ')})`;
+  const total = after.self - before.self + (after.api - before.api) + pgMs + (after.temporal - before.temporal);
+  return `    CPU ms per execution: ${items.join(', ')}; total ${each(total)}`;
 }
 
 /**
@@ -225,6 +191,7 @@ function sampleBackends(databaseUrl: string) {
   const lockWaiters = new Map<string, number>();
   // Idle in transaction: the backend waits for the client's next statement; by the last one it ran.
   const idleAfter = new Map<string, number>();
+  const count = (m: Map<string, number>, key: string) => m.set(key, (m.get(key) ?? 0) + 1);
   let samples = 0;
   let running = true;
   const done = (async () => {
@@ -237,9 +204,9 @@ function sampleBackends(databaseUrl: string) {
       samples++;
       for (const r of rows) {
         const key = r.state === 'active' ? `active ${r.wait || '(on CPU)'}` : r.state === 'idle' ? 'idle' : `${r.state} ${r.wait}`.trim();
-        states.set(key, (states.get(key) ?? 0) + 1);
-        if (r.wait.startsWith('Lock:')) lockWaiters.set(`${r.wait} ${r.query}`, (lockWaiters.get(`${r.wait} ${r.query}`) ?? 0) + 1);
-        if (r.state === 'idle in transaction') idleAfter.set(r.query, (idleAfter.get(r.query) ?? 0) + 1);
+        count(states, key);
+        if (r.wait.startsWith('Lock:')) count(lockWaiters, `${r.wait} ${r.query}`);
+        if (r.state === 'idle in transaction') count(idleAfter, r.query);
       }
       await new Promise((r) => setTimeout(r, 10));
     }
@@ -251,18 +218,15 @@ function sampleBackends(databaseUrl: string) {
       await done;
       const busy = [...states].filter(([k]) => k !== 'idle');
       const total = busy.reduce((a, [, v]) => a + v, 0);
-      const lines = busy
-        .sort((a, b) => b[1] - a[1])
-        .slice(0, 8)
-        .map(([k, v]) => `      ${((100 * v) / Math.max(1, total)).toFixed(0).padStart(3)} %  ${k}  (mean ${(v / Math.max(1, samples)).toFixed(1)} backends)`);
-      const locks = [...lockWaiters]
-        .sort((a, b) => b[1] - a[1])
-        .slice(0, 5)
-        .map(([k, v]) => `      ${((100 * v) / Math.max(1, total)).toFixed(0).padStart(3)} %  ${k}`);
-      const idle = [...idleAfter]
-        .sort((a, b) => b[1] - a[1])
-        .slice(0, 5)
-        .map(([k, v]) => `      ${((100 * v) / Math.max(1, total)).toFixed(0).padStart(3)} %  ${k}`);
+      // The `limit` most frequent entries, each as its share of the busy backend-samples.
+      const top = (entries: Array<[string, number]>, limit: number, more: (v: number) => string = () => '') =>
+        entries
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, limit)
+          .map(([k, v]) => `      ${((100 * v) / Math.max(1, total)).toFixed(0).padStart(3)} %  ${k}${more(v)}`);
+      const lines = top(busy, 8, (v) => `  (mean ${(v / Math.max(1, samples)).toFixed(1)} backends)`);
+      const locks = top([...lockWaiters], 5);
+      const idle = top([...idleAfter], 5);
       return [
         `    database backends not idle, ${samples} samples:`,
         ...lines,
@@ -307,13 +271,11 @@ export async function run(args: string[]): Promise<void> {
   const n = arg(args, 'n', 200);
   const concurrency = arg(args, 'concurrency', 20);
   const rounds = arg(args, 'rounds', 3);
-  const profileAt = args.indexOf('--cpu-prof');
-  const profileFile = profileAt >= 0 ? args[profileAt + 1] : undefined;
+  const profileFile = optionArg(args, 'cpu-prof');
   const db = await benchDatabase();
   const temporal = await benchTemporal();
   const suffix = randomBytes(4).toString('hex');
-  const topologyAt = args.indexOf('--topology');
-  const split = (topologyAt >= 0 ? args[topologyAt + 1] : 'split') !== 'single';
+  const split = (optionArg(args, 'topology') ?? 'split') !== 'single';
   const env = {
     DATABASE_URL: db.url,
     DATABASE_POOL_MAX: '20',

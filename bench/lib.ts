@@ -3,11 +3,10 @@
  * server (the configured one, one already on 127.0.0.1:7233, or a dev server started for
  * the run), and an autocannon runner that reports req/s and latency percentiles.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import autocannon from 'autocannon';
@@ -58,19 +57,69 @@ export interface LoadResult {
   cpuUsPerRequest: number;
 }
 
-/** CPU time (user + system) of this process's main thread so far, in ms (Linux /proc; NaN elsewhere). */
-export function mainThreadCpuMs(): number {
+/** USER_HZ, which Linux fixes at 100 on every architecture Node runs on. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** User + system CPU time in a /proc `stat` file (a process's or a thread's), in ms; undefined when unreadable. */
+function statCpuMs(file: string): { name: string; ms: number } | undefined {
   try {
-    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+    const stat = readFileSync(file, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
+    return {
+      name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
+      ms: ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND,
+    };
   } catch {
-    return Number.NaN;
+    return undefined;
   }
 }
 
-/** USER_HZ, which Linux fixes at 100 on every architecture Node runs on. */
-const CLOCK_TICKS_PER_SECOND = 100;
+/** CPU time (user + system) of this process's main thread so far, in ms (Linux /proc; NaN elsewhere). */
+export function mainThreadCpuMs(): number {
+  return statCpuMs(`/proc/self/task/${process.pid}/stat`)?.ms ?? Number.NaN;
+}
+
+/** CPU time (user + system, all threads) of process `pid` so far, in ms; 0 once it is gone. */
+export function processCpuMs(pid: number | 'self'): number {
+  return statCpuMs(`/proc/${pid}/stat`)?.ms ?? 0;
+}
+
+/**
+ * CPU ms of this process's threads so far, summed by thread name without its number
+ * (`main`, the SDK's workflow threads, the Rust core's, V8's GC helpers).
+ */
+export function threadCpuMs(): Map<string, number> {
+  const byName = new Map<string, number>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    // Undefined when the thread ended while we looked.
+    const t = statCpuMs(`/proc/self/task/${tid}/stat`);
+    if (!t) continue;
+    const name = Number(tid) === process.pid ? 'main' : t.name.replace(/[-_ ]?\d+$/, '');
+    byName.set(name, (byName.get(name) ?? 0) + t.ms);
+  }
+  return byName;
+}
+
+/** CPU ms each thread name spent since `before` (a `threadCpuMs()` reading). */
+export function threadCpuMsSince(before: Map<string, number>): Map<string, number> {
+  return new Map([...threadCpuMs()].map(([name, ms]) => [name, ms - (before.get(name) ?? 0)]));
+}
+
+/** The `p`-th percentile (0–100, nearest rank) of `values`; 0 when there are none. */
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
+}
+
+/** Runs `fn(i)` for i in [0, n), in order, with at most `concurrency` in flight. */
+export async function pool(n: number, concurrency: number, fn: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(n, concurrency) }, async () => {
+      while (next < n) await fn(next++);
+    }),
+  );
+}
 
 /**
  * Watches this thread while `during` runs: the event-loop delay histogram (how long a ready
@@ -164,45 +213,61 @@ export function machineLine(): string {
   return `${new Date().toISOString()}  ${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, Node ${process.version}, load average ${l1} ${l5} ${l15}`;
 }
 
+/** Runs `during` inside an inspector session opened by `begin`; `end` returns what `save` writes to `file`. */
+async function profiled<T>(
+  file: string | undefined,
+  what: string,
+  begin: (session: Session) => Promise<unknown>,
+  end: (session: Session) => Promise<{ profile: unknown }>,
+  during: () => Promise<T>,
+): Promise<T> {
+  if (!file) return during();
+  const session = new Session();
+  session.connect();
+  await begin(session);
+  try {
+    return await during();
+  } finally {
+    const { profile } = await end(session);
+    writeFileSync(file, JSON.stringify(profile));
+    session.disconnect();
+    log(`${what} written to ${file}`);
+  }
+}
+
 /**
  * CPU-profiles this thread while `during` runs (start-up and module loading left out,
  * unlike `node --cpu-prof`) and writes a .cpuprofile that Chrome DevTools opens and
  * bench/support/cpuprofile-summary.ts summarizes.
  */
-export async function cpuProfile<T>(file: string | undefined, during: () => Promise<T>): Promise<T> {
-  if (!file) return during();
-  const session = new Session();
-  session.connect();
-  await session.post('Profiler.enable');
-  await session.post('Profiler.start');
-  try {
-    return await during();
-  } finally {
-    const { profile } = await session.post('Profiler.stop');
-    writeFileSync(file, JSON.stringify(profile));
-    session.disconnect();
-    log(`CPU profile written to ${file}`);
-  }
+export function cpuProfile<T>(file: string | undefined, during: () => Promise<T>): Promise<T> {
+  return profiled(
+    file,
+    'CPU profile',
+    async (session) => {
+      await session.post('Profiler.enable');
+      await session.post('Profiler.start');
+    },
+    (session) => session.post('Profiler.stop'),
+    during,
+  );
 }
 
 /**
  * Samples this thread's allocations while `during` runs, including objects the GC has
  * already collected (what makes GC work), and writes a .heapprofile (Chrome DevTools).
  */
-export async function heapProfile<T>(file: string | undefined, during: () => Promise<T>): Promise<T> {
-  if (!file) return during();
-  const session = new Session();
-  session.connect();
-  await session.post('HeapProfiler.enable');
-  await session.post('HeapProfiler.startSampling', { samplingInterval: 8192, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
-  try {
-    return await during();
-  } finally {
-    const { profile } = await session.post('HeapProfiler.stopSampling');
-    writeFileSync(file, JSON.stringify(profile));
-    session.disconnect();
-    log(`heap allocation profile written to ${file}`);
-  }
+export function heapProfile<T>(file: string | undefined, during: () => Promise<T>): Promise<T> {
+  return profiled(
+    file,
+    'heap allocation profile',
+    async (session) => {
+      await session.post('HeapProfiler.enable');
+      await session.post('HeapProfiler.startSampling', { samplingInterval: 8192, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+    },
+    (session) => session.post('HeapProfiler.stopSampling'),
+    during,
+  );
 }
 
 export function parseBenchArgs(args: string[], defaults: Record<string, number>): Record<string, number> {
@@ -212,4 +277,20 @@ export function parseBenchArgs(args: string[], defaults: Record<string, number>)
     if (m && m[1]! in out) out[m[1]!] = Number(m[2]);
   }
   return out;
+}
+
+/** The value of `--name VALUE` or `--name=VALUE`, undefined when absent. */
+export function optionArg(args: string[], name: string): string | undefined {
+  const eq = args.find((a) => a.startsWith(`--${name}=`));
+  if (eq) return eq.slice(name.length + 3);
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : undefined;
+}
+
+/** A positive integer given as `--name N` or `--name=N`, else `fallback`; throws on anything else. */
+export function positiveIntArg(args: string[], name: string, fallback: number): number {
+  const raw = optionArg(args, name);
+  const v = raw === undefined ? fallback : Number(raw);
+  if (!Number.isInteger(v) || v <= 0) throw new Error(`--${name} must be a positive integer`);
+  return v;
 }

@@ -30,7 +30,6 @@
  * (bench/support/cpuprofile-summary.ts reads them).
  */
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Context } from '@temporalio/activity';
@@ -45,28 +44,22 @@ import { createActivities } from '../temporal/activities';
 import { createWorker, runWorker } from '../temporal/worker';
 import { deliveryWorkflowId, type WebhookDeliveryInput } from '../temporal/webhooks.shared';
 import { startHttpsReceiver } from '../test/helpers/https-receiver';
-import { benchDatabase, benchTemporal, cpuProfile, formatStats, log, machineLine, roundStats } from './lib';
-
-function arg(args: string[], name: string, fallback: number): number {
-  const eq = args.find((a) => a.startsWith(`--${name}=`));
-  const i = args.indexOf(`--${name}`);
-  const raw = eq ? eq.slice(name.length + 3) : i >= 0 ? args[i + 1] : undefined;
-  const v = raw === undefined ? fallback : Number(raw);
-  if (!Number.isInteger(v) || v <= 0) throw new Error(`--${name} must be a positive integer`);
-  return v;
-}
-
-const pct = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
-};
-
-async function mapLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) await fn(items[next++]!);
-  }));
-}
+import {
+  benchDatabase,
+  benchTemporal,
+  cpuProfile,
+  formatStats,
+  log,
+  machineLine,
+  optionArg,
+  percentile as pct,
+  pool,
+  positiveIntArg as arg,
+  roundStats,
+  type RoundStats,
+  threadCpuMs,
+  threadCpuMsSince,
+} from './lib';
 
 async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 600_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -82,31 +75,6 @@ function machineBusyMs(): number {
   return cpu.reduce((a, c) => a + c.times.user + c.times.nice + c.times.sys + c.times.irq, 0);
 }
 
-/** CPU ms (user + system) of each of this process's threads so far, summed by thread name (/proc/self/task). */
-function threadCpuMs(): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const tid of readdirSync('/proc/self/task')) {
-    try {
-      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[-_ ]?\d+$/, '');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(name, (out.get(name) ?? 0) + ((Number(f[11]) + Number(f[12])) * 1000) / 100);
-    } catch {
-      // the thread ended meanwhile
-    }
-  }
-  return out;
-}
-
-function threadCpuSince(before: Map<string, number>, events: number): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const [name, ms] of threadCpuMs()) {
-    const d = (ms - (before.get(name) ?? 0)) / events;
-    if (d >= 0.05) out[name] = d;
-  }
-  return out;
-}
-
 /** Samples this process's RSS every 50 ms until stopped; returns the peak in MiB. */
 function sampleRss(): () => number {
   let peak = process.memoryUsage.rss();
@@ -115,6 +83,23 @@ function sampleRss(): () => number {
     clearInterval(timer);
     return Math.max(peak, process.memoryUsage.rss()) / 2 ** 20;
   };
+}
+
+/**
+ * This process's CPU per event while `during` runs: in all (process.cpuUsage), per thread
+ * name (above 0.05 ms), the machine's busy CPU, and the peak RSS.
+ */
+async function perEvent<T>(events: number, during: () => Promise<T>) {
+  const threads0 = threadCpuMs();
+  const cpu0 = process.cpuUsage();
+  const busy0 = machineBusyMs();
+  const rss = sampleRss();
+  const result = await during();
+  const cpu = process.cpuUsage(cpu0);
+  const threads: Record<string, number> = {};
+  for (const [name, ms] of threadCpuMsSince(threads0)) if (ms / events >= 0.05) threads[name] = ms / events;
+  const busy = machineBusyMs() - busy0;
+  return { result, cost: { cpuMs: (cpu.user + cpu.system) / 1000 / events, machineCpuMs: busy / events, threads, rssMiB: rss() } };
 }
 
 const load1 = () => os.loadavg()[0]!.toFixed(2);
@@ -140,8 +125,7 @@ export async function run(args: string[]): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const n = arg(args, 'events', 300);
   const rounds = arg(args, 'rounds', 5);
-  const profileAt = args.findIndex((a) => a === '--cpu-prof' || a.startsWith('--cpu-prof='));
-  const profileFile = profileAt < 0 ? undefined : args[profileAt]!.includes('=') ? args[profileAt]!.split('=')[1] : args[profileAt + 1];
+  const profileFile = optionArg(args, 'cpu-prof');
   const receiver = await startHttpsReceiver(() => ({ status: 200, body: 'ok' }));
   const db = await benchDatabase();
   const temporal = await benchTemporal();
@@ -228,18 +212,12 @@ export async function run(args: string[]): Promise<void> {
 
     const runOurs = async (round: number): Promise<Round> => {
       const already = receiver.requestsTo('/bench').length;
-      const threads0 = threadCpuMs();
-      const cpu0 = process.cpuUsage();
-      const busy0 = machineBusyMs();
-      const rss = sampleRss();
-      const { ids, t0, reqs } = await cpuProfile(round === 0 && profileFile ? `${profileFile}.ours.cpuprofile` : undefined, async () => {
-        const emitted = await emit(n, round);
-        return { ...emitted, reqs: (await receiver.waitFor('/bench', already + n, 600_000)).slice(already) };
-      });
-      const cpu = process.cpuUsage(cpu0);
-      const threads = threadCpuSince(threads0, n);
-      const busy = machineBusyMs() - busy0;
-      const rssMiB = rss();
+      const { result: { ids, t0, reqs }, cost } = await perEvent(n, () =>
+        cpuProfile(round === 0 && profileFile ? `${profileFile}.ours.cpuprofile` : undefined, async () => {
+          const emitted = await emit(n, round);
+          return { ...emitted, reqs: (await receiver.waitFor('/bench', already + n, 600_000)).slice(already) };
+        }),
+      );
       const mine = new Set(ids);
       if (reqs.some((r) => !mine.has(r.headers['x-service-event-id'] ?? ''))) throw new Error('a request for another round’s event arrived');
       const end = Math.max(...reqs.map((r) => r.at));
@@ -269,32 +247,27 @@ export async function run(args: string[]): Promise<void> {
         phases['activity→receipt']!.push(r - b);
         phases['receipt→activity end']!.push(e - r);
       }
-      return { rate: n / ((end - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99), cpuMs: (cpu.user + cpu.system) / 1000 / n, machineCpuMs: busy / n, phases, threads, rssMiB, load: load1() };
+      return { rate: n / ((end - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99), ...cost, phases, load: load1() };
     };
 
     const runBare = async (round: number): Promise<Round> => {
       const ids = Array.from({ length: n }, (_, i) => `bench-bare-${suffix}-${round}-${i}`);
-      const threads0 = threadCpuMs();
-      const cpu0 = process.cpuUsage();
-      const busy0 = machineBusyMs();
-      const rss = sampleRss();
-      const t0 = Date.now();
-      await cpuProfile(round === 0 && profileFile ? `${profileFile}.bare.cpuprofile` : undefined, async () => {
-        await mapLimit(ids, DISPATCH_START_CONCURRENCY, async (workflowId) => {
-          await services.temporal.client.workflow.start('bareStepsWorkflow', {
-            taskQueue: bareQueue,
-            workflowId,
-            args: [1],
-            workflowIdReusePolicy: 'REJECT_DUPLICATE',
-            workflowIdConflictPolicy: 'USE_EXISTING',
+      const { result: t0, cost } = await perEvent(n, async () => {
+        const t0 = Date.now();
+        await cpuProfile(round === 0 && profileFile ? `${profileFile}.bare.cpuprofile` : undefined, async () => {
+          await pool(n, DISPATCH_START_CONCURRENCY, async (i) => {
+            await services.temporal.client.workflow.start('bareStepsWorkflow', {
+              taskQueue: bareQueue,
+              workflowId: ids[i]!,
+              args: [1],
+              workflowIdReusePolicy: 'REJECT_DUPLICATE',
+              workflowIdConflictPolicy: 'USE_EXISTING',
+            });
           });
+          await until('the bare activities', () => ids.every((id) => bareDone.has(id)));
         });
-        await until('the bare activities', () => ids.every((id) => bareDone.has(id)));
+        return t0;
       });
-      const cpu = process.cpuUsage(cpu0);
-      const threads = threadCpuSince(threads0, n);
-      const busy = machineBusyMs() - busy0;
-      const rssMiB = rss();
       const done = ids.map((id) => bareDone.get(id)!);
       const lat = done.map((d) => d - t0);
       const phases: Record<string, number[]> = { 'burst→start call': [], 'start call': [], 'start→activity': [] };
@@ -305,7 +278,7 @@ export async function run(args: string[]): Promise<void> {
         phases['start→activity']!.push(bareDone.get(id)! - s);
       }
       await Promise.all(ids.map((id) => services.temporal.client.workflow.getHandle(id).result()));
-      return { rate: n / ((Math.max(...done) - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99), cpuMs: (cpu.user + cpu.system) / 1000 / n, machineCpuMs: busy / n, phases, threads, rssMiB, load: load1() };
+      return { rate: n / ((Math.max(...done) - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99), ...cost, phases, load: load1() };
     };
 
     log(machineLine());
@@ -347,20 +320,22 @@ export async function run(args: string[]): Promise<void> {
     const oursRate = over(oursRounds, (o) => o.rate);
     const bareRate = over(bareRounds, (b) => b.rate);
     log(machineLine());
-    log(`ours (${n} events committed at once → receipt), ${rounds} rounds:`);
-    log(`    deliveries/s            ${formatStats(oursRate, '/s', 1)}`);
-    log(`    event→receipt p50       ${formatStats(over(oursRounds, (o) => o.p50), 'ms')}`);
-    log(`    event→receipt p99       ${formatStats(over(oursRounds, (o) => o.p99), 'ms')}`);
-    log(`    CPU per delivery        ${formatStats(over(oursRounds, (o) => o.cpuMs), 'ms', 2)} this process; ${formatStats(over(oursRounds, (o) => o.machineCpuMs), 'ms', 2)} machine`);
-    log(`    peak RSS                ${formatStats(over(oursRounds, (o) => o.rssMiB), 'MiB')}`);
-    for (const l of phaseLines(oursRounds)) log(l);
-    log(`bare Temporal (one workflow, one no-op activity per event, ${DISPATCH_START_CONCURRENCY} starts in flight), ${rounds} rounds:`);
-    log(`    workflows/s             ${formatStats(bareRate, '/s', 1)}`);
-    log(`    start→done p50          ${formatStats(over(bareRounds, (b) => b.p50), 'ms')}`);
-    log(`    start→done p99          ${formatStats(over(bareRounds, (b) => b.p99), 'ms')}`);
-    log(`    CPU per workflow        ${formatStats(over(bareRounds, (b) => b.cpuMs), 'ms', 2)} this process; ${formatStats(over(bareRounds, (b) => b.machineCpuMs), 'ms', 2)} machine`);
-    log(`    peak RSS                ${formatStats(over(bareRounds, (b) => b.rssMiB), 'MiB')}`);
-    for (const l of phaseLines(bareRounds)) log(l);
+    const summary = (title: string, xs: Round[], rate: RoundStats, labels: { rate: string; latency: string; unit: string }) => {
+      const row = (label: string, figures: string) => log(`    ${label.padEnd(24)}${figures}`);
+      log(title);
+      row(labels.rate, formatStats(rate, '/s', 1));
+      row(`${labels.latency} p50`, formatStats(over(xs, (x) => x.p50), 'ms'));
+      row(`${labels.latency} p99`, formatStats(over(xs, (x) => x.p99), 'ms'));
+      row(`CPU per ${labels.unit}`, `${formatStats(over(xs, (x) => x.cpuMs), 'ms', 2)} this process; ${formatStats(over(xs, (x) => x.machineCpuMs), 'ms', 2)} machine`);
+      row('peak RSS', formatStats(over(xs, (x) => x.rssMiB), 'MiB'));
+      for (const l of phaseLines(xs)) log(l);
+    };
+    summary(`ours (${n} events committed at once → receipt), ${rounds} rounds:`, oursRounds, oursRate, { rate: 'deliveries/s', latency: 'event→receipt', unit: 'delivery' });
+    summary(`bare Temporal (one workflow, one no-op activity per event, ${DISPATCH_START_CONCURRENCY} starts in flight), ${rounds} rounds:`, bareRounds, bareRate, {
+      rate: 'workflows/s',
+      latency: 'start→done',
+      unit: 'workflow',
+    });
     log(`per-round ratio             ${formatStats(roundStats(oursRounds.map((o, i) => o.rate / bareRounds[i]!.rate)), '', 2)}`);
     log(`ratio=${(oursRate.median / bareRate.median).toFixed(2)}`);
   } finally {

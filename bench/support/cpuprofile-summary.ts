@@ -6,6 +6,7 @@
  * across runs on a shared machine.
  */
 import { readFileSync } from 'node:fs';
+import { packageOf } from './frame-package';
 
 interface ProfileNode {
   id: number;
@@ -30,18 +31,7 @@ for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n
 const self = new Map<number, number>();
 profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
 
-const pkgOf = (url: string): string => {
-  if (!url) return '(native/vm)';
-  const nm = url.lastIndexOf('node_modules/');
-  if (nm >= 0) {
-    const rest = url.slice(nm + 'node_modules/'.length).split('/');
-    return rest[0]!.startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0]!;
-  }
-  if (url.startsWith('node:')) return url;
-  const src = url.search(/\/(src|bench|temporal)\//);
-  return src >= 0 ? url.slice(src + 1) : url;
-};
-const nameOf = (n: ProfileNode) => `${n.callFrame.functionName || '(anonymous)'} ${pkgOf(n.callFrame.url)}:${n.callFrame.lineNumber + 1}`;
+const nameOf = (n: ProfileNode) => `${n.callFrame.functionName || '(anonymous)'} ${packageOf(n.callFrame.url)}:${n.callFrame.lineNumber + 1}`;
 
 const IDLE = new Set(['(idle)', '(program)']);
 let busy = 0;
@@ -53,7 +43,7 @@ for (const [id, t] of self) {
   if (IDLE.has(n.callFrame.functionName)) continue;
   busy += t;
   fnSelf.set(nameOf(n), (fnSelf.get(nameOf(n)) ?? 0) + t);
-  const pkg = n.callFrame.functionName === '(garbage collector)' ? '(garbage collector)' : pkgOf(n.callFrame.url);
+  const pkg = n.callFrame.functionName === '(garbage collector)' ? '(garbage collector)' : packageOf(n.callFrame.url);
   pkgSelf.set(pkg, (pkgSelf.get(pkg) ?? 0) + t);
   // Inclusive: every distinct frame on the stack gets the sample once.
   const seen = new Set<string>();

@@ -4,6 +4,7 @@
  * (bench `--heap-prof`), as shares of all sampled allocations.
  */
 import { readFileSync } from 'node:fs';
+import { packageOf } from './frame-package';
 
 interface HeapNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
@@ -16,22 +17,13 @@ if (!file) throw new Error('usage: heapprofile-summary <file.heapprofile> [top]'
 const top = Number(topArg ?? 30);
 const { head } = JSON.parse(readFileSync(file, 'utf8')) as { head: HeapNode };
 
-const where = (url: string) => {
-  const nm = url.lastIndexOf('node_modules/');
-  if (nm >= 0) {
-    const rest = url.slice(nm + 13).split('/');
-    return rest[0]!.startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0]!;
-  }
-  const src = url.search(/\/(src|bench|temporal)\//);
-  return src >= 0 ? url.slice(src + 1) : url || '(native/vm)';
-};
 const byFn = new Map<string, number>();
 const byPkg = new Map<string, number>();
 /** Bytes by the first frame of our own code (src/) on the stack: who asked for it. */
 const byOurs = new Map<string, number>();
 let total = 0;
 const walk = (n: HeapNode, ours: string | undefined) => {
-  const here = where(n.callFrame.url);
+  const here = packageOf(n.callFrame.url);
   const name = `${n.callFrame.functionName || '(anonymous)'} ${here}:${n.callFrame.lineNumber + 1}`;
   const mine = here.startsWith('src/') ? name : ours;
   if (n.selfSize > 0) {
