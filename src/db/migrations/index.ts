@@ -20,6 +20,7 @@ import { Migration20261126000100_job_starts } from './Migration20261126000100_jo
 import { Migration20261126000200_dry_runs } from './Migration20261126000200_dry_runs';
 import { Migration20261127000100_deferred_rollups } from './Migration20261127000100_deferred_rollups';
 import { Migration20261128000100_deferred_counters } from './Migration20261128000100_deferred_counters';
+import { Migration20261129000100_sharded_rollups } from './Migration20261129000100_sharded_rollups';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -40,4 +41,5 @@ export const migrationsList = [
   { name: 'Migration20261126000200_dry_runs', class: Migration20261126000200_dry_runs },
   { name: 'Migration20261127000100_deferred_rollups', class: Migration20261127000100_deferred_rollups },
   { name: 'Migration20261128000100_deferred_counters', class: Migration20261128000100_deferred_counters },
+  { name: 'Migration20261129000100_sharded_rollups', class: Migration20261129000100_sharded_rollups },
 ];
