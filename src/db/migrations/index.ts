@@ -21,6 +21,7 @@ import { Migration20261126000200_dry_runs } from './Migration20261126000200_dry_
 import { Migration20261127000100_deferred_rollups } from './Migration20261127000100_deferred_rollups';
 import { Migration20261128000100_deferred_counters } from './Migration20261128000100_deferred_counters';
 import { Migration20261129000100_sharded_rollups } from './Migration20261129000100_sharded_rollups';
+import { Migration20261129000200_throttled_event_notify } from './Migration20261129000200_throttled_event_notify';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -42,4 +43,5 @@ export const migrationsList = [
   { name: 'Migration20261127000100_deferred_rollups', class: Migration20261127000100_deferred_rollups },
   { name: 'Migration20261128000100_deferred_counters', class: Migration20261128000100_deferred_counters },
   { name: 'Migration20261129000100_sharded_rollups', class: Migration20261129000100_sharded_rollups },
+  { name: 'Migration20261129000200_throttled_event_notify', class: Migration20261129000200_throttled_event_notify },
 ];

@@ -6,6 +6,12 @@
  * event and the webhook and started with REJECT_DUPLICATE / USE_EXISTING, so a dispatcher
  * that crashes after starting workflows but before committing, or a second dispatcher,
  * never causes a second first attempt. Woken by LISTEN/NOTIFY, with polling as the fallback.
+ *
+ * The NOTIFY is throttled (at most one per 50 ms database-wide, see
+ * Migration20261129000200_throttled_event_notify): an insert that skipped it came within
+ * 50 ms of one that sent it. So after each wake, and each batch that found events, the
+ * dispatcher keeps polling every `TAIL_POLL_MS` for `TAIL_MS` (a one-statement check while
+ * nothing is there) before it waits for the next NOTIFY or WEBHOOK_DISPATCH_POLL_MS.
  */
 import { Client as PgClient } from 'pg';
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -15,6 +21,9 @@ import { SearchAttributeKeys } from '../../../temporal/shared';
 import { deliveryWorkflowId, WEBHOOK_DELIVERY_WORKFLOW_TYPE, type WebhookDeliveryInput } from '../../../temporal/webhooks.shared';
 
 const PURGE_INTERVAL_MS = 3_600_000;
+/** How long after its last wake or find the dispatcher keeps polling, and how often. */
+const TAIL_MS = 1_000;
+const TAIL_POLL_MS = 20;
 
 /** Temporal starts in flight at once, by default (the webhooks benchmark starts its baseline the same way). */
 export const DISPATCH_START_CONCURRENCY = 32;
@@ -54,6 +63,8 @@ export class EventDispatcher {
   private loopDone: Promise<void> | undefined;
   private listener: PgClient | undefined;
   private wakePending = false;
+  /** When the last NOTIFY arrived or the last batch found events (ms since the epoch). */
+  private lastActivity = 0;
   private wake: (() => void) | undefined;
   private readonly pollMs: number;
   private readonly batchSize: number;
@@ -141,25 +152,42 @@ export class EventDispatcher {
   }
 
   private notify() {
+    this.lastActivity = Date.now();
     this.wakePending = true;
     this.wake?.();
   }
 
-  private async waitForWake(): Promise<void> {
+  private inTail(): boolean {
+    return Date.now() - this.lastActivity < TAIL_MS;
+  }
+
+  /** One statement, no transaction: whether a batch would find anything. */
+  private async anyUndispatched(): Promise<boolean> {
+    const rows = await this.services.orm.em.fork().getConnection().execute('select 1 from events where dispatched_at is null limit 1');
+    return rows.length > 0;
+  }
+
+  /** Waits for a NOTIFY (returns true) or `timeoutMs` (false). */
+  private async waitForWake(timeoutMs: number): Promise<boolean> {
     if (this.wakePending || this.stopped) {
       this.wakePending = false;
-      return;
+      return true;
     }
+    let woken = false;
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, this.pollMs);
+      const timer = setTimeout(done, timeoutMs);
       function done() {
         clearTimeout(timer);
         resolve();
       }
-      this.wake = done;
+      this.wake = () => {
+        woken = true;
+        done();
+      };
     });
     this.wake = undefined;
     this.wakePending = false;
+    return woken;
   }
 
   /** Deletes dispatched events past EVENT_RETENTION_DAYS; returns how many. */
@@ -175,6 +203,8 @@ export class EventDispatcher {
 
   private async loop(): Promise<void> {
     let lastPurge = 0;
+    let woken = true;
+    let tailPoll = false;
     while (!this.stopped) {
       if (Date.now() - lastPurge > PURGE_INTERVAL_MS) {
         lastPurge = Date.now();
@@ -182,11 +212,14 @@ export class EventDispatcher {
       }
       let n = 0;
       try {
-        n = await this.dispatchOnce();
+        // A tail poll that finds nothing costs one statement, not a transaction.
+        if (woken || !tailPoll || (await this.anyUndispatched())) n = await this.dispatchOnce();
       } catch (err) {
         this.services.logger.error({ err }, 'event dispatch failed; retrying');
       }
-      if (n < this.batchSize) await this.waitForWake();
+      if (n > 0) this.lastActivity = Date.now();
+      tailPoll = this.inTail();
+      woken = n >= this.batchSize || (await this.waitForWake(tailPoll ? TAIL_POLL_MS : this.pollMs));
     }
   }
 
