@@ -16,8 +16,13 @@ export async function transactionalRetrying<T>(em: EntityManager, work: (tx: Ent
       return await em.fork().transactional((tx) => work(tx as EntityManager));
     } catch (err) {
       if (!(err instanceof DeadlockException) || attempt >= ATTEMPTS) throw err;
-      // A short random pause, so the two transactions do not meet again in step.
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
+      await pauseBeforeRetry(attempt);
     }
   }
 }
+
+/** A short random pause before attempt `attempt + 1`, so two conflicting writers do not meet again in step. */
+export const pauseBeforeRetry = (attempt: number) => new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
+
+/** A raw `pg` error (the hot pool's) by which PostgreSQL broke a deadlock (40P01) or a serialization conflict (40001). */
+export const isDeadlockOrSerialization = (err: unknown) => ['40P01', '40001'].includes((err as { code?: string }).code ?? '');

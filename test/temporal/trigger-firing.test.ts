@@ -9,8 +9,7 @@ import { createActivities } from '../../temporal/activities';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createTriggerActivities } from '../../temporal/activities/triggers.activities';
 import { triggerScheduleId } from '../../temporal/triggers.shared';
-import type { EntityManager } from '@mikro-orm/postgresql';
-import { findMatchingMessageTriggers } from '../../src/modules/triggers/trigger-firing';
+import { readMessageTargets } from '../../src/modules/inbound/message.writes';
 import { waitFor } from '../helpers/wait';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { startTestWorker, type TestWorker } from '../helpers/temporal';
@@ -328,14 +327,14 @@ describe('trigger firing', () => {
       await t.request.post(`/v1/triggers/${paused}/pause`).set(bearer(key));
       await mk('exact', live, { keywords: ['hello'], exact_match: true });
 
-      const em = t.services.orm.em.fork() as EntityManager;
-      const found = await findMatchingMessageTriggers(em, { organizationId: org, channel: 'whatsapp', text: 'well hello there', language: 'en' });
+      const read = (organizationId: string, message: string, language?: string) =>
+        readMessageTargets(t.services.hotPool, organizationId, { channel: 'whatsapp', customer_id: 'someone', message }, language);
+      const found = (await read(org, 'well hello there', 'en')).triggers;
       expect(found).toEqual([
         { triggerId: match, workflowId: live },
         { triggerId: viaConfigChannel, workflowId: live },
       ]);
-      const otherOrg = await findMatchingMessageTriggers(em, { organizationId: await t.createOrg(), channel: 'whatsapp', text: 'hello' });
-      expect(otherOrg).toEqual([]);
+      expect((await read(await t.createOrg(), 'hello')).triggers).toEqual([]);
     });
   });
 

@@ -1,6 +1,6 @@
 /**
  * Owns the customers table and reads the transcript: a customer is created (or counted) by
- * its inbound messages (`recordInboundCustomer`, inside the inbound message's transaction),
+ * its inbound messages (in the inbound message's one statement, inbound/message.writes.ts),
  * then read and edited through /v1/customers. Every change records its `customer.*` event
  * in the same transaction.
  */
@@ -66,35 +66,4 @@ export class CustomerService {
     );
     return { items, total };
   }
-}
-
-/**
- * Creates the customer of an inbound message, or counts the message on it (and takes a new
- * `name`), in `tx`: one upsert, so concurrent first messages make one customer. Records
- * `customer.created`, or `customer.updated` when the name changed. Returns the customer id.
- */
-export async function recordInboundCustomer(
-  tx: EntityManager,
-  organizationId: string,
-  m: { channel: string; externalId: string; name: string | null },
-): Promise<string> {
-  const { channel, externalId, name } = m;
-  const [row] = await tx.execute<Array<{ id: string; created: boolean; old_name: string | null; name: string | null; external_id: string }>>(
-    `with old as (select id, name from customers where organization_id = ? and channel = ? and external_id = ?)
-     insert into customers (id, organization_id, channel, external_id, name, message_count, last_message_at)
-     values (?, ?, ?, ?, ?, 1, now())
-     on conflict (organization_id, channel, external_id) do update
-       set message_count = customers.message_count + 1, last_message_at = now(),
-           name = coalesce(excluded.name, customers.name),
-           updated_at = case when excluded.name is not null and excluded.name is distinct from customers.name then now() else customers.updated_at end
-     returning id, (xmax = 0) as created, (select name from old) as old_name, name, external_id`,
-    [organizationId, channel, externalId, newId('customer'), organizationId, channel, externalId, name],
-  );
-  if (!row) throw new Error('customer upsert returned nothing');
-  const data = { customer_id: row.id, external_id: row.external_id, channel, name: row.name };
-  if (row.created) recordEvent(tx, { organizationId, type: 'customer.created', data });
-  else if (name !== null && row.old_name !== name) {
-    recordEvent(tx, { organizationId, type: 'customer.updated', data: { ...data, changed: ['name'] } });
-  }
-  return row.id;
 }

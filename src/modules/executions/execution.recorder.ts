@@ -162,7 +162,7 @@ export async function loadNodeState(
 
 /**
  * Form waits. A prompt opens a wait before it is sent; the first inbound message of the
- * customer on the channel claims it (reply-delivery.ts: `claimWait`), or the form's
+ * customer on the channel claims it (inbound/message.writes.ts, its `claim`), or the form's
  * timeout closes it (`closeWait`). Both sides lock the execution row, so exactly one wins,
  * and a claimed reply is recorded on the message (`reply_to_wait`, unique).
  */

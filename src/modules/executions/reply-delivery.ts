@@ -1,6 +1,6 @@
 /**
- * Owns an inbound reply's way into the execution waiting for it: `claimWait` closes the
- * execution's open form wait inside the inbound message's transaction; after the commit
+ * Owns an inbound reply's way into the execution waiting for it: the inbound message's
+ * statement (inbound/message.writes.ts) claims and closes the execution's open form wait; after the commit
  * `deliverReply` sends the `customerReply` signal and stamps `messages.delivered_at`. What
  * was committed but never confirmed is re-delivered by the executions reconciler
  * (`redeliverReplies`). The workflow drops a reply it already has, by message id, so a
@@ -11,35 +11,6 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Services } from '../../services';
 import { customerReplySignal, executionWorkflowId } from '../../../temporal/executions.shared';
 import { boundedTemporalCall, RECONCILE_TEMPORAL_TIMEOUT_MS } from '../../temporal-calls';
-
-/** The form wait a reply claimed: the execution and the prompt's dedupe key. */
-export interface ClaimedWait {
-  id: string;
-  workflow_id: string;
-  waiting_key: string | null;
-}
-
-/**
- * Claims the open form wait of this customer's newest waiting execution on the channel, if
- * any: the row lock orders the claim against the form opening or closing (timeout) that
- * wait, so exactly one of them wins, and the wait is closed so it takes one reply only.
- * (The customer upsert before this already serialises the customer's own messages.)
- */
-export async function claimWait(tx: EntityManager, organizationId: string, customerId: string, channel: string): Promise<ClaimedWait | undefined> {
-  // Lock and clear in one statement (one round trip of the message's transaction), returning the wait as it was.
-  const [waiting] = await tx.execute<ClaimedWait[]>(
-    `with w as (
-       select id, workflow_id, waiting_key from executions
-        where organization_id = ? and customer_id = ? and channel = ? and status = 'running' and waiting_node_id is not null
-        order by started_at desc limit 1 for update
-     ), cleared as (
-       update executions e set waiting_node_id = null, waiting_key = null from w where e.id = w.id
-     )
-     select id, workflow_id, waiting_key from w`,
-    [organizationId, customerId, channel],
-  );
-  return waiting;
-}
 
 /**
  * Signals a reply to its execution and stamps `delivered_at`. A Temporal outage (or a

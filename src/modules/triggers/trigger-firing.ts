@@ -1,15 +1,16 @@
 /**
  * Owns what happens when a trigger fires, whatever the source (inbound message, schedule,
- * webhook, API call): find the message triggers a message matches, then record the firing
+ * webhook, API call): whether a message trigger matches a message, and recording a firing
  * — trigger execution (its counters follow at commit), `trigger.activated` and the workflow
  * execution itself (the executions module's `recordExecution`) in ONE transaction — and
  * start the execution on Temporal after the commit (`dispatchExecution`; the executions
  * reconciler starts it if this process dies first). A firing is therefore never recorded
  * without its execution, nor an execution of a trigger without its firing.
  *
- * `recordTriggerFiring(tx, req)` is that recording step on the caller's transaction, so an
- * inbound message commits its firings together with the message itself; `fireTrigger`
- * wraps it in a transaction of its own for the other sources.
+ * `recordTriggerFiring(tx, req)` is that recording step on the caller's transaction;
+ * `fireTrigger` wraps it in a transaction of its own. An inbound message writes its firings
+ * in its own single statement (inbound/message.writes.ts) with this module's
+ * `firingMetadata` and `firingEventData`.
  *
  * A firing that cannot start an execution (workflow not active) is recorded as a `failed`
  * trigger execution with its error; `fireTrigger` then throws that error.
@@ -19,9 +20,8 @@ import { conflict, DomainError, notFound } from '../../errors';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
 import { recordEvent } from '../events/outbox';
-import { dispatchExecution, type PendingExecution, recordExecution, type RunnableWorkflow } from '../executions/execution.starter';
-import { Workflow } from '../workflows/workflow.entity';
-import { Trigger, TriggerExecution } from './trigger.entity';
+import { dispatchExecution, type PendingExecution, recordExecution } from '../executions/execution.starter';
+import { TriggerExecution } from './trigger.entity';
 import type { MessageTriggerConfig } from './trigger.schemas';
 import { transactionalRetrying } from '../../db/transaction';
 
@@ -65,31 +65,16 @@ export function languageMatches(triggerLanguage: string | undefined, messageLang
 }
 
 /**
- * Active `message` triggers of active workflows that the message matches, oldest first:
- * keywords (case_sensitive, exact_match), language (when both sides carry one) and channel
- * (`configuration.channel`, else the trigger's channel).
+ * Whether an active `message` trigger matches the message: keywords (case_sensitive,
+ * exact_match), language (when both sides carry one) and channel (`configuration.channel`,
+ * else the trigger's channel).
  */
-export async function findMatchingMessageTriggers(
-  em: EntityManager,
-  q: MessageMatchQuery,
-): Promise<Array<{ triggerId: string; workflowId: string }>> {
-  const triggers = await em.find(
-    Trigger,
-    { organizationId: q.organizationId, type: 'message', status: 'active', deletedAt: null },
-    { orderBy: { createdAt: 'asc', id: 'asc' } },
-  );
-  const candidates = triggers.filter((t) => {
-    const config = t.configuration as unknown as MessageTriggerConfig;
-    return (config.channel ?? t.channel) === q.channel && languageMatches(config.language, q.language) && messageMatches(config, q.text);
-  });
-  if (candidates.length === 0) return [];
-  const active = await em.find(
-    Workflow,
-    { id: { $in: [...new Set(candidates.map((t) => t.workflowId))] }, organizationId: q.organizationId, status: 'active', deletedAt: null },
-    { fields: ['id'] },
-  );
-  const activeIds = new Set(active.map((w) => w.id));
-  return candidates.filter((t) => activeIds.has(t.workflowId)).map((t) => ({ triggerId: t.id, workflowId: t.workflowId }));
+export function messageTriggerMatches(
+  t: { channel: string | null; configuration: MessageTriggerConfig },
+  q: { channel: string; text: string; language?: string },
+): boolean {
+  const config = t.configuration;
+  return (config.channel ?? t.channel) === q.channel && languageMatches(config.language, q.language) && messageMatches(config, q.text);
 }
 
 export interface FireTriggerRequest {
@@ -133,17 +118,8 @@ export interface RecordedFiring {
  * transaction stays usable); a workflow that cannot run is not thrown but recorded as a
  * failed firing and returned in `error`, so the caller's commit keeps it.
  */
-export async function recordTriggerFiring(
-  tx: EntityManager,
-  req: FireTriggerRequest,
-  extra: {
-    messageId?: string;
-    /** The caller found this message trigger active just before (an inbound message's match): not read again. */
-    matched?: { workflowId: string };
-    workflow?: RunnableWorkflow;
-  } = {},
-): Promise<RecordedFiring> {
-  const fired = extra.matched ? { workflow_id: extra.matched.workflowId, type: 'message', now: new Date() } : await checkTriggerCanFire(tx, req);
+export async function recordTriggerFiring(tx: EntityManager, req: FireTriggerRequest): Promise<RecordedFiring> {
+  const fired = await checkTriggerCanFire(tx, req);
   let pending: PendingExecution | null = null;
   let error: DomainError | null = null;
   try {
@@ -157,7 +133,6 @@ export async function recordTriggerFiring(
         channel: req.channel,
         input: req.input,
       },
-      extra,
     );
   } catch (err) {
     // recordExecution checks the workflow before it writes anything.
@@ -216,8 +191,9 @@ function addFiring(
   failure: DomainError | null,
 ): TriggerExecution {
   const { now } = fired;
+  const id = newId('triggerExecution');
   const te = tx.create(TriggerExecution, {
-    id: newId('triggerExecution'),
+    id,
     organizationId: req.organizationId,
     triggerId: req.triggerId,
     workflowId: fired.workflow_id,
@@ -226,7 +202,7 @@ function addFiring(
     channel: req.channel,
     status: failure ? 'failed' : 'running',
     input: req.input,
-    metadata: { user_agent: null, ...req.metadata, timestamp: now.toISOString() },
+    metadata: firingMetadata(req.metadata, now),
     errorCode: failure?.code ?? null,
     errorMessage: failure?.message ?? null,
     sourceKey: req.sourceKey ?? null,
@@ -237,15 +213,33 @@ function addFiring(
     organizationId: req.organizationId,
     type: 'trigger.activated',
     occurredAt: now,
-    data: {
-      trigger_id: req.triggerId,
-      trigger_execution_id: te.id,
-      trigger_type: fired.type,
-      workflow_id: fired.workflow_id,
+    data: firingEventData({
+      triggerId: req.triggerId,
+      firingId: id,
+      type: fired.type,
+      workflowId: fired.workflow_id,
       channel: req.channel,
-      customer_id: req.customerId ?? null,
-      triggered_at: now.toISOString(),
-    },
+      customerId: req.customerId ?? null,
+      now,
+    }),
   });
   return te;
+}
+
+/** A firing's `metadata`: the source's, with the firing time. */
+export function firingMetadata(metadata: Record<string, unknown> | undefined, now: Date): Record<string, unknown> {
+  return { user_agent: null, ...metadata, timestamp: now.toISOString() };
+}
+
+/** The data of a firing's `trigger.activated` event. */
+export function firingEventData(f: { triggerId: string; firingId: string; type: string; workflowId: string; channel: string; customerId: string | null; now: Date }) {
+  return {
+    trigger_id: f.triggerId,
+    trigger_execution_id: f.firingId,
+    trigger_type: f.type,
+    workflow_id: f.workflowId,
+    channel: f.channel,
+    customer_id: f.customerId,
+    triggered_at: f.now.toISOString(),
+  };
 }

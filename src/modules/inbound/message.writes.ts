@@ -1,0 +1,292 @@
+/**
+ * The two statements of an inbound message (`POST /v1/messages`): one read of everything
+ * the message may need (its matching candidates and its customer), then ONE statement that
+ * writes all of it, atomic on its own. Both are named statements on the hot pool
+ * (src/db/hot-query.ts), so PostgreSQL plans them once per connection.
+ *
+ * Why one statement instead of a transaction: the transaction was eleven round trips (three
+ * reads, BEGIN, the customer upsert, the wait claim, the message, the executions, the
+ * firings, the events, COMMIT), and under load each round trip waits for the API's event
+ * loop and for a core: that, not PostgreSQL's work, was the answer time
+ * (docs/performance.md). The write statement's data-modifying CTEs do in one pass what the
+ * transaction did in order:
+ *
+ * 1. the customer: inserted when the read found none (a concurrent first message of the
+ *    same customer makes this insert fail on the customers' unique key, and the caller
+ *    reads and writes again), else counted, which locks its row and so orders the
+ *    customer's own concurrent messages;
+ * 2. the wait claim: the customer's newest open form wait on the channel, locked and closed
+ *    (`for update`: exactly one of a reply, the form opening and its timeout wins);
+ * 3. unless a wait was claimed, the executions, firings and their events the message starts;
+ * 4. the message, linked to the claimed execution (a reply) or to the first execution it
+ *    started (delivered already), and its `message.received` event;
+ * 5. `customer.created`, or `customer.updated` when the name changed.
+ *
+ * A redelivered provider message id fails the message insert on its unique index, which
+ * undoes the whole statement: the caller answers with the first message's outcome.
+ *
+ * The rows and event payloads are built here with the same builders the other paths use
+ * (`workflowEventData`, `executionWorkflowInput`, `firingEventData`, `firingMetadata`); the
+ * customer's id is known before the statement (read, or generated for a new customer), so
+ * no payload depends on what the statement finds except the claim, which it adds itself.
+ */
+import type { HotPool } from '../../db/hot-query';
+import { hotQuery } from '../../db/hot-query';
+import { newId } from '../../ids';
+import { type EventInput, outboxEventRow } from '../events/outbox';
+import { executionWorkflowInput, type PendingExecution, type RunnableWorkflow, workflowEventData } from '../executions/execution.starter';
+import { firingEventData, firingMetadata, messageMatches, messageTriggerMatches } from '../triggers/trigger-firing';
+import type { MessageTriggerConfig } from '../triggers/trigger.schemas';
+
+export interface InboundMessage {
+  channel: string;
+  customer_id: string;
+  message: string;
+  metadata?: Record<string, unknown>;
+  customer?: { name?: string };
+  /** The provider's id of the message: a second message with it on the channel is a redelivery. */
+  provider_message_id?: string;
+}
+
+/** The open form wait a reply claimed: the execution and the prompt's dedupe key. */
+export interface ClaimedWait {
+  id: string;
+  workflow_id: string;
+  waiting_key: string | null;
+}
+
+const messageTriggerFilter = `organization_id = $1 and type = 'message' and status = 'active' and deleted_at is null`;
+
+const READ = {
+  name: 'inbound-message-read',
+  text: `select
+    (select coalesce(jsonb_agg(jsonb_build_object('id', id, 'workflow_id', workflow_id, 'channel', channel, 'configuration', configuration) order by created_at, id), '[]')
+       from triggers where ${messageTriggerFilter}) as triggers,
+    (select coalesce(jsonb_agg(jsonb_build_object('id', id, 'name', name, 'status', status, 'revision', revision, 'configuration', configuration, 'channel', channel)
+                               order by created_at, id), '[]')
+       from workflows where organization_id = $1 and status = 'active' and deleted_at is null
+        and (channel = $2 or id in (select workflow_id from triggers where ${messageTriggerFilter}))) as workflows,
+    (select id from customers where organization_id = $1 and channel = $2 and external_id = $3) as customer_id`,
+};
+
+type WorkflowRow = RunnableWorkflow & { channel: string };
+
+/** What a message may start and who sent it, read before the write (nothing is locked). */
+export interface MessageTargets {
+  /** Matching active `message` triggers of active workflows, oldest first. */
+  triggers: Array<{ triggerId: string; workflowId: string }>;
+  /** Active workflows of the channel matched by their own keywords, oldest first. */
+  configured: string[];
+  workflows: Map<string, WorkflowRow>;
+  /** The customer's id when it exists. */
+  customerId: string | null;
+}
+
+export async function readMessageTargets(pool: HotPool, organizationId: string, msg: InboundMessage, language: string | undefined): Promise<MessageTargets> {
+  const [row] = await hotQuery<{
+    triggers: Array<{ id: string; workflow_id: string; channel: string; configuration: MessageTriggerConfig }>;
+    workflows: WorkflowRow[];
+    customer_id: string | null;
+  }>(pool, READ, [organizationId, msg.channel, msg.customer_id]);
+  const workflows = new Map(row!.workflows.filter((w) => w.configuration).map((w) => [w.id, w]));
+  const query = { channel: msg.channel, text: msg.message, ...(language ? { language } : {}) };
+  const triggers = row!.triggers
+    .filter((t) => workflows.has(t.workflow_id) && messageTriggerMatches(t, query))
+    .map((t) => ({ triggerId: t.id, workflowId: t.workflow_id }));
+  const configured = [...workflows.values()]
+    .filter((w) => {
+      const trigger = w.channel === msg.channel ? w.configuration?.trigger : undefined;
+      return trigger !== undefined && messageMatches({ keywords: trigger.keywords, case_sensitive: false, exact_match: false } as never, msg.message);
+    })
+    .map((w) => w.id);
+  return { triggers, configured, workflows, customerId: row!.customer_id };
+}
+
+const eventRow = (input: EventInput) => {
+  const e = outboxEventRow(input);
+  return { id: e.id, organization_id: e.organizationId, type: e.type, data: e.data, created_at: e.createdAt };
+};
+
+/** An execution the message starts: its rows, and what its Temporal start needs after the commit. */
+export interface PlannedStart {
+  pending: PendingExecution;
+  triggerId: string | null;
+}
+
+/**
+ * The rows a message that is not a reply starts. One execution per workflow: the oldest
+ * matching trigger gets the attribution (a firing with its `trigger.activated`), then the
+ * workflows matched by their own keywords. A trigger or workflow changed since the read acts
+ * as it was read, as if the message had arrived a moment earlier.
+ */
+function planStarts(targets: MessageTargets, m: { organizationId: string; customerId: string; messageId: string; msg: InboundMessage; language: string | undefined; now: Date }) {
+  const { organizationId, customerId, messageId, msg, language, now } = m;
+  const executions: object[] = [];
+  const firings: object[] = [];
+  const events: object[] = [];
+  const starts: PlannedStart[] = [];
+  const start = (workflowId: string, triggerId: string | null, input: Record<string, unknown>) => {
+    const wf = targets.workflows.get(workflowId)!;
+    const id = newId('execution');
+    executions.push({
+      id, organization_id: organizationId, workflow_id: workflowId, revision: wf.revision, trigger_id: triggerId, customer_id: customerId,
+      channel: msg.channel, status: 'running', input, message_id: messageId, started_at: now,
+    });
+    events.push(eventRow({
+      organizationId,
+      type: 'workflow.started',
+      data: workflowEventData({ workflowId, id, status: 'running', durationMs: null, customerId, channel: msg.channel }),
+      occurredAt: now,
+    }));
+    const workflowInput = executionWorkflowInput(
+      { id, organizationId, workflowId, revision: wf.revision, channel: msg.channel, customerId, input },
+      { name: wf.name, nodes: wf.configuration!.nodes },
+    );
+    starts.push({ pending: { executionId: id, triggerId, workflowInput }, triggerId });
+    return id;
+  };
+  const covered = new Set<string>();
+  for (const { triggerId, workflowId } of targets.triggers) {
+    if (covered.has(workflowId)) continue;
+    covered.add(workflowId);
+    const input = { message: msg.message, customer_id: customerId, channel: msg.channel };
+    const executionId = start(workflowId, triggerId, input);
+    const firingId = newId('triggerExecution');
+    firings.push({
+      id: firingId, organization_id: organizationId, trigger_id: triggerId, workflow_id: workflowId, execution_id: executionId, customer_id: customerId,
+      channel: msg.channel, status: 'running', input, metadata: firingMetadata({ message_id: messageId, ...(language ? { language } : {}) }, now), triggered_at: now,
+    });
+    events.push(eventRow({
+      organizationId,
+      type: 'trigger.activated',
+      occurredAt: now,
+      data: firingEventData({ triggerId, firingId, type: 'message', workflowId, channel: msg.channel, customerId, now }),
+    }));
+  }
+  for (const workflowId of targets.configured) {
+    if (covered.has(workflowId)) continue;
+    covered.add(workflowId);
+    start(workflowId, null, { message: msg.message });
+  }
+  return { executions, firings, events, starts };
+}
+
+/** The write statement; `customer` is the first CTE: insert (new customer) or count (known one). */
+const write = (name: string, customer: string) => ({
+  name,
+  text: `with ${customer},
+    claim as (
+      select e.id, e.workflow_id, e.waiting_key from executions e
+       where e.organization_id = $1::text and e.customer_id = (select id from cust) and e.channel = $2::text
+         and e.status = 'running' and e.waiting_node_id is not null
+       order by e.started_at desc limit 1 for update
+    ),
+    cleared as (update executions e set waiting_node_id = null, waiting_key = null from claim where e.id = claim.id),
+    ex as (
+      insert into executions (id, organization_id, workflow_id, revision, trigger_id, customer_id, channel, status, input, message_id, started_at)
+      select id, organization_id, workflow_id, revision, trigger_id, customer_id, channel, status, input, message_id, started_at
+        from jsonb_populate_recordset(null::executions, $11::jsonb) where not exists (select 1 from claim)
+    ),
+    fired as (
+      insert into trigger_executions (id, organization_id, trigger_id, workflow_id, execution_id, customer_id, channel, status, input, metadata, triggered_at)
+      select id, organization_id, trigger_id, workflow_id, execution_id, customer_id, channel, status, input, metadata, triggered_at
+        from jsonb_populate_recordset(null::trigger_executions, $12::jsonb) where not exists (select 1 from claim)
+    ),
+    msg as (
+      insert into messages (id, organization_id, customer_id, channel, direction, text, metadata, language, execution_id, reply_to_wait, provider_message_id, delivered_at)
+      select $6::text, $1::text, $4::text, $2::text, 'inbound', $7::text, $8::jsonb, $9::text, coalesce(claim.id, $10::text), claim.waiting_key, $14::text,
+             case when claim.id is null and $10::text is not null then now() end
+        from (select 1) one left join claim on true
+    ),
+    ev as (
+      insert into events (id, organization_id, type, data, created_at)
+      select id, organization_id, type, data, created_at from jsonb_populate_recordset(null::events, $13::jsonb) where not exists (select 1 from claim)
+      union all
+      select r.id, r.organization_id, r.type, case when claim.id is null then r.data else jsonb_set(r.data, '{execution_id}', to_jsonb(claim.id)) end, r.created_at
+        from jsonb_populate_record(null::events, $15::jsonb) r left join claim on true
+      union all
+      select id, organization_id, type, data, created_at from jsonb_populate_record(null::events, $16::jsonb) where (select created from cust)
+      union all
+      select id, organization_id, type, data, created_at from jsonb_populate_record(null::events, $17::jsonb)
+       where $17::jsonb is not null and not (select created from cust) and (select old_name from cust) is distinct from $5::text
+    )
+    select claim.id, claim.workflow_id, claim.waiting_key from claim`,
+});
+
+const WRITE_NEW_CUSTOMER = write(
+  'inbound-message-write-new-customer',
+  `cust as (
+     insert into customers (id, organization_id, channel, external_id, name, message_count, last_message_at)
+     values ($4::text, $1::text, $2::text, $3::text, $5::text, 1, now())
+     returning id, true as created, null::text as old_name
+   )`,
+);
+
+const WRITE_KNOWN_CUSTOMER = write(
+  'inbound-message-write-known-customer',
+  `old as (select name from customers where id = $4::text),
+   cust as (
+     update customers set message_count = message_count + 1, last_message_at = now(), name = coalesce($5::text, name),
+            updated_at = case when $5::text is not null and $5::text is distinct from name then now() else updated_at end
+      where id = $4::text and external_id = $3::text
+      returning id, false as created, (select name from old) as old_name
+   )`,
+);
+
+export interface WrittenMessage {
+  messageId: string;
+  customerId: string;
+  waiting: ClaimedWait | undefined;
+  started: PlannedStart[];
+}
+
+/** Writes the message and everything it starts or answers, in one statement (see above). */
+export async function writeMessage(
+  pool: HotPool,
+  targets: MessageTargets,
+  m: { organizationId: string; msg: InboundMessage; language: string | undefined },
+): Promise<WrittenMessage> {
+  const { organizationId, msg, language } = m;
+  const now = new Date();
+  const customerId = targets.customerId ?? newId('customer');
+  const messageId = newId('message');
+  const plan = planStarts(targets, { organizationId, customerId, messageId, msg, language, now });
+  const name = msg.customer?.name ?? null;
+  const customerData = { customer_id: customerId, external_id: msg.customer_id, channel: msg.channel, name };
+  const received = eventRow({
+    organizationId,
+    type: 'message.received',
+    occurredAt: now,
+    data: {
+      message_id: messageId,
+      customer_id: customerId,
+      external_id: msg.customer_id,
+      channel: msg.channel,
+      text: msg.message,
+      metadata: msg.metadata ?? {},
+      ...(msg.provider_message_id !== undefined ? { provider_message_id: msg.provider_message_id } : {}),
+      execution_id: null,
+    },
+  });
+  const json = (v: unknown) => JSON.stringify(v);
+  const [claimed] = await hotQuery<ClaimedWait>(pool, targets.customerId ? WRITE_KNOWN_CUSTOMER : WRITE_NEW_CUSTOMER, [
+    organizationId, // $1
+    msg.channel, // $2
+    msg.customer_id, // $3
+    customerId, // $4
+    name, // $5
+    messageId, // $6
+    msg.message, // $7
+    json(msg.metadata ?? {}), // $8
+    language ?? null, // $9
+    plan.starts[0]?.pending.executionId ?? null, // $10
+    json(plan.executions), // $11
+    json(plan.firings), // $12
+    json(plan.events), // $13
+    msg.provider_message_id ?? null, // $14
+    json(received), // $15
+    json(eventRow({ organizationId, type: 'customer.created', data: customerData, occurredAt: now })), // $16
+    name === null ? null : json(eventRow({ organizationId, type: 'customer.updated', data: { ...customerData, changed: ['name'] }, occurredAt: now })), // $17
+  ]);
+  return { messageId, customerId, waiting: claimed, started: claimed ? [] : plan.starts };
+}

@@ -1,0 +1,99 @@
+/**
+ * The customer side of `POST /v1/messages`, written by the message's single statement
+ * (src/modules/inbound/message.writes.ts): concurrent first messages of a new customer make
+ * one customer and count every message; a name is taken when given and announced once;
+ * every message, execution, firing and event of a message commits together.
+ */
+import { bearer, createTestApp, type TestApp } from '../helpers/app';
+
+describe('inbound messages and their customer', () => {
+  let t: TestApp;
+  let key: string;
+  let org: string;
+  let workflowId: string;
+  let triggerId: string;
+
+  beforeAll(async () => {
+    t = await createTestApp({ RATE_LIMIT_CREDENTIAL_PER_HOUR: '100000', RATE_LIMIT_RESOURCE_WRITE_PER_HOUR: '100000' });
+    const created = await t.createKey('admin');
+    key = created.key;
+    org = created.organizationId;
+    const wf = await t.request
+      .post('/v1/workflows')
+      .set(bearer(key))
+      .send({ name: 'Greeter', channel: 'whatsapp', configuration: { nodes: [{ id: 'n1', type: 'message', content: 'Hi' }] } });
+    workflowId = wf.body.data.id;
+    expect((await t.request.post(`/v1/workflows/${workflowId}/activate`).set(bearer(key))).status).toBe(200);
+    const trigger = await t.request
+      .post('/v1/triggers')
+      .set(bearer(key))
+      .send({ name: 'hello', type: 'message', workflow_id: workflowId, channel: 'whatsapp', configuration: { keywords: ['hello'] } });
+    expect(trigger.status).toBe(201);
+    triggerId = trigger.body.data.id;
+  });
+  afterAll(() => t.close());
+
+  const send = (body: object) => t.request.post('/v1/messages').set(bearer(key)).send({ channel: 'whatsapp', ...body });
+  const eventsOf = (type: string, customerId: string) =>
+    t.query<{ data: Record<string, unknown> }>(`select data from events where organization_id = ? and type = ? and data->>'customer_id' = ? order by created_at, id`, [
+      org,
+      type,
+      customerId,
+    ]);
+
+  it('concurrent first messages of a new customer: one customer, every message counted and started', async () => {
+    const answers = await Promise.all(Array.from({ length: 6 }, () => send({ customer_id: 'new-1', message: 'hello there' })));
+    expect(answers.map((a) => [a.status, a.body.data?.status])).toEqual(Array.from({ length: 6 }, () => [201, 'started']));
+    const customerIds = new Set(answers.map((a) => a.body.data.customer_id as string));
+    expect(customerIds.size).toBe(1);
+    const [customerId] = [...customerIds];
+    const [row] = await t.query<{ message_count: number; n: number }>(
+      `select max(message_count)::int as message_count, count(*)::int as n from customers where organization_id = ? and external_id = 'new-1'`,
+      [org],
+    );
+    expect(row).toEqual({ message_count: 6, n: 1 });
+    expect(await eventsOf('customer.created', customerId!)).toHaveLength(1);
+    // Each message: its execution, attributed to the trigger, with its firing and events, all linked.
+    const linked = await t.query<{ n: number }>(
+      `select count(*)::int as n from messages m
+         join executions e on e.id = m.execution_id and e.message_id = m.id and e.trigger_id = ? and e.customer_id = m.customer_id
+         join trigger_executions f on f.execution_id = e.id and f.status = 'running'
+        where m.customer_id = ? and m.delivered_at is not null`,
+      [triggerId, customerId],
+    );
+    expect(linked[0]!.n).toBe(6);
+    expect(await eventsOf('workflow.started', customerId!)).toHaveLength(6);
+    expect(await eventsOf('trigger.activated', customerId!)).toHaveLength(6);
+    const received = await eventsOf('message.received', customerId!);
+    expect(received).toHaveLength(6);
+    expect(received[0]!.data).toEqual({
+      message_id: expect.any(String),
+      customer_id: customerId,
+      external_id: 'new-1',
+      channel: 'whatsapp',
+      text: 'hello there',
+      metadata: {},
+      execution_id: null,
+    });
+  });
+
+  it('a name is taken when given and announced once; a message without one keeps it', async () => {
+    const first = await send({ customer_id: 'named-1', message: 'nothing to match' });
+    expect(first.body.data.status).toBe('no_match');
+    const customerId = first.body.data.customer_id as string;
+    expect(await eventsOf('customer.created', customerId)).toEqual([{ data: { customer_id: customerId, external_id: 'named-1', channel: 'whatsapp', name: null } }]);
+
+    await send({ customer_id: 'named-1', message: 'still nothing', customer: { name: 'Ada' } });
+    await send({ customer_id: 'named-1', message: 'and again', customer: { name: 'Ada' } });
+    await send({ customer_id: 'named-1', message: 'no name this time' });
+    expect(await eventsOf('customer.updated', customerId)).toEqual([
+      { data: { customer_id: customerId, external_id: 'named-1', channel: 'whatsapp', name: 'Ada', changed: ['name'] } },
+    ]);
+    const got = await t.request.get(`/v1/customers/${customerId}`).set(bearer(key));
+    expect(got.body.data).toMatchObject({ name: 'Ada', message_count: 4 });
+    // A message that matched nothing is not linked, not delivered, and starts nothing.
+    const unlinked = await t.query<{ n: number }>(`select count(*)::int as n from messages where customer_id = ? and execution_id is null and delivered_at is null`, [customerId]);
+    expect(unlinked[0]!.n).toBe(4);
+    expect(await eventsOf('workflow.started', customerId)).toEqual([]);
+  });
+});
