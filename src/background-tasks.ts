@@ -12,8 +12,9 @@ export class BackgroundTasks {
 
   constructor(private readonly logger: Logger) {}
 
+  /** Starts `task` after the current I/O phase, so the answer that triggered it is written first. */
   run(what: string, task: () => Promise<unknown>): void {
-    const done: Promise<void> = Promise.resolve()
+    const done: Promise<void> = new Promise((resolve) => setImmediate(resolve))
       .then(task)
       .then(
         () => undefined,

@@ -14,6 +14,7 @@ import { Authenticator } from './http/auth';
 import { IdempotencyStore } from './http/idempotency';
 import { type LimitName, type LimitRule, limitRulesFromConfig, RateLimiter } from './http/rate-limit';
 import { BackgroundTasks } from './background-tasks';
+import { StartStamps } from './modules/executions/start-stamps';
 import { createLogger, type Logger } from './logger';
 import { JwtVerifier } from './modules/applications/jwt-verifier';
 import { createOAuthServer, type OAuthServer } from './modules/oauth/oauth-provider';
@@ -50,6 +51,8 @@ export interface Services {
   files: FileStorage;
   /** Work requests leave running after they answer (Temporal starts after a commit). */
   background: BackgroundTasks;
+  /** Batched `temporal_started_at` stamps of inbound messages' starts. */
+  startStamps: StartStamps;
 }
 
 export function createRedis(url: string): Redis {
@@ -150,6 +153,7 @@ export async function createServices(config: Config, overrides: { logger?: Logge
     endpoints: endpointsFromConfig(config),
     files: createFileStorage(config),
     background: new BackgroundTasks(logger),
+    startStamps: new StartStamps(hotPool, logger),
   };
 }
 

@@ -5,6 +5,7 @@
  * every message, execution, firing and event of a message commits together.
  */
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
+import { waitFor } from '../helpers/wait';
 
 describe('inbound messages and their customer', () => {
   let t: TestApp;
@@ -66,6 +67,12 @@ describe('inbound messages and their customer', () => {
     expect(await eventsOf('trigger.activated', customerId!)).toHaveLength(6);
     const received = await eventsOf('message.received', customerId!);
     expect(received).toHaveLength(6);
+    // Started on Temporal after the answer, and stamped (in one batch) so the reconciler leaves them alone.
+    await waitFor(
+      async () =>
+        (await t.query<{ n: number }>('select count(*)::int as n from executions where customer_id = ? and temporal_started_at is not null', [customerId]))[0]!.n === 6,
+      'the six starts to be stamped',
+    );
     expect(received[0]!.data).toEqual({
       message_id: expect.any(String),
       customer_id: customerId,

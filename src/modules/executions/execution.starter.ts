@@ -7,7 +7,8 @@
  *    trigger, Migration20261128000100_deferred_counters).
  * 2. After the commit, `dispatchExecution` starts the Temporal workflow whose id is the
  *    execution id (reuse policy REJECT_DUPLICATE, conflict policy USE_EXISTING: a second
- *    start of the same id never creates a second run) and stamps `temporal_started_at`.
+ *    start of the same id never creates a second run) and stamps `temporal_started_at`
+ *    (inbound messages' starts in batches, `StartStamps`).
  *
  * If the process dies between 1 and 2, or Temporal is unreachable, the row stays
  * unstamped and the worker's reconciler (`reconcileExecutions`) starts it later; the
@@ -140,15 +141,15 @@ export function executionWorkflowInput(
 }
 
 /**
- * Starts the Temporal workflow of a committed execution and stamps the row. Never throws
- * for a Temporal outage (nor waits on one longer than TEMPORAL_CALL_TIMEOUT_MS): the row
- * stays unstamped and the reconciler retries it. Returns whether the start is confirmed.
+ * Starts the Temporal workflow of a committed execution and stamps the row: on `em` (the
+ * reconciler's transaction), or with `batchStamp` in the next batch of `services.startStamps`.
+ * Never throws for a Temporal outage (nor waits on one longer than TEMPORAL_CALL_TIMEOUT_MS):
+ * the row stays unstamped and the reconciler retries it. Returns whether the start is confirmed.
  */
 export async function dispatchExecution(
   services: Services,
   pending: PendingExecution,
-  em: EntityManager = services.orm.em.fork() as EntityManager,
-  timeoutMs?: number,
+  opts: { em?: EntityManager; timeoutMs?: number; batchStamp?: boolean } = {},
 ): Promise<boolean> {
   failpoint(services.config, 'execution.before_temporal_start');
   const input: ExecutionWorkflowInput = { ...pending.workflowInput, infraRetryMs: infraRetryMsOf(services.config) };
@@ -173,10 +174,14 @@ export async function dispatchExecution(
       }),
     // Already started (by us earlier, or by a racing reconciler): that run is the one.
     (err) => err instanceof WorkflowExecutionAlreadyStartedError,
-    timeoutMs,
+    opts.timeoutMs,
   );
   if (!started) return false;
-  await em.execute('update executions set temporal_started_at = now() where id = ? and temporal_started_at is null', [input.executionId]);
+  if (opts.batchStamp) await services.startStamps.stamp(input.executionId);
+  else {
+    const em = opts.em ?? services.orm.em.fork();
+    await em.execute('update executions set temporal_started_at = now() where id = ? and temporal_started_at is null', [input.executionId]);
+  }
   return true;
 }
 
@@ -236,7 +241,11 @@ export async function reconcileExecutions(services: Services, opts: { graceMs: n
         },
         { name: row.name, nodes: row.configuration.nodes },
       );
-      const ok = await dispatchExecution(services, { executionId: row.id, triggerId: row.trigger_id, workflowInput }, tx as EntityManager, RECONCILE_TEMPORAL_TIMEOUT_MS);
+      const ok = await dispatchExecution(
+        services,
+        { executionId: row.id, triggerId: row.trigger_id, workflowInput },
+        { em: tx as EntityManager, timeoutMs: RECONCILE_TEMPORAL_TIMEOUT_MS },
+      );
       if (ok) confirmed++;
     }
   });

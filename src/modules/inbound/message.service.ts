@@ -119,7 +119,7 @@ async function receiveNew(services: Services, organizationId: string, msg: Inbou
     return result;
   }
   for (const { pending, triggerId } of recorded.started) {
-    services.background.run('execution start', () => dispatchExecution(services, pending));
+    services.background.run('execution start', () => dispatchExecution(services, pending, { batchStamp: true }));
     result.executions.push({ id: pending.executionId, workflow_id: pending.workflowInput.workflowId, trigger_id: triggerId, action: 'started' });
   }
   if (result.executions.length > 0) result.status = 'started';
