@@ -17,9 +17,8 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { Pool } from 'pg';
-import pino from 'pino';
 import { createApp } from '../src/app';
-import { createLogger } from '../src/logger';
+import { bufferedDestination, createLogger } from '../src/logger';
 import { loadConfig } from '../src/config';
 import { createOrm, migrate } from '../src/db/orm';
 import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
@@ -52,7 +51,8 @@ export async function run(args: string[]) {
   const only = option('only');
   const profileFile = option('cpu-prof');
   const heapFile = option('heap-prof');
-  // `silent` compares the request paths alone; `info` adds what production pays per request: the access-log line (to /dev/null).
+  // `silent` compares the request paths alone; `info` adds what production pays per request: the access-log line (buffered, as
+  // production writes it, to /dev/null).
   const logLevel = option('log-level') ?? 'silent';
   const db = await benchDatabase();
   const temporal = await benchTemporal();
@@ -68,7 +68,7 @@ export async function run(args: string[]) {
   });
   const orm = await createOrm(db.url, config.DATABASE_POOL_MAX);
   await migrate(orm);
-  const services = await createServices(config, { orm, logger: createLogger(logLevel, pino.destination({ dest: '/dev/null', sync: true })) });
+  const services = await createServices(config, { orm, logger: createLogger(logLevel, bufferedDestination('/dev/null')) });
   const keys = new ApiKeyService(orm.em.fork());
   const org = await keys.ensureOrganization('bench');
   const { key } = await keys.create(org.id, 'bench', 'read');
