@@ -7,7 +7,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../../errors';
 import { offsetOf, type Page } from '../../http/pagination';
-import { newId } from '../../ids';
 import { recordEvent } from '../events/outbox';
 import { ConversationMessage, Customer } from './customer.entity';
 

@@ -81,16 +81,10 @@ export type RunnableWorkflow = Pick<Workflow, 'id' | 'name' | 'status' | 'revisi
 
 /**
  * Adds the execution to `em`'s unit of work (the caller commits it). The workflow must be
- * active; the execution runs on the workflow's current revision. `extra.workflow` is the
- * caller's read of it (the same organization's, read just before the transaction), which
- * saves a round trip inside it; without it the workflow is read here.
+ * active; the execution runs on the workflow's current revision.
  */
-export async function recordExecution(
-  em: EntityManager,
-  req: StartExecutionRequest,
-  extra: { messageId?: string; workflow?: RunnableWorkflow } = {},
-): Promise<PendingExecution> {
-  const wf = extra.workflow ?? (await em.findOne(Workflow, { id: req.workflowId, organizationId: req.organizationId, deletedAt: null }));
+export async function recordExecution(em: EntityManager, req: StartExecutionRequest): Promise<PendingExecution> {
+  const wf = await em.findOne(Workflow, { id: req.workflowId, organizationId: req.organizationId, deletedAt: null });
   if (!wf) throw notFound('WORKFLOW_NOT_FOUND', 'Workflow');
   if (wf.status !== 'active' || !wf.configuration) throw workflowNotActive(wf.id);
 
@@ -106,7 +100,7 @@ export async function recordExecution(
     input: req.input,
     output: null,
     retryOf: req.retryOf ?? null,
-    messageId: extra.messageId ?? null,
+    messageId: null,
     startedAt: new Date(),
   });
   recordEvent(em, {

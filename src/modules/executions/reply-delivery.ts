@@ -1,12 +1,11 @@
 /**
  * Owns an inbound reply's way into the execution waiting for it: the inbound message's
- * statement (inbound/message.writes.ts) claims and closes the execution's open form wait; after the commit
- * `deliverReply` sends the `customerReply` signal and stamps `messages.delivered_at`. What
- * was committed but never confirmed is re-delivered by the executions reconciler
- * (`redeliverReplies`). The workflow drops a reply it already has, by message id, so a
+ * statement (inbound/message.writes.ts) claims and closes the execution's open form wait;
+ * after the commit `deliverReply` sends the `customerReply` signal and stamps
+ * `messages.delivered_at`. What was committed but never confirmed is re-delivered by the
+ * executions reconciler (`redeliverReplies`). The workflow drops a reply it already has, by message id, so a
  * second delivery is harmless.
  */
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Services } from '../../services';
 import { customerReplySignal, executionWorkflowId } from '../../../temporal/executions.shared';

@@ -29,8 +29,6 @@ import { deliverReply } from '../executions/reply-delivery';
 import { type InboundMessage, readMessageTargets, type WrittenMessage, writeMessage } from './message.writes';
 import { isDeadlockOrSerialization, pauseBeforeRetry } from '../../db/transaction';
 
-export type { InboundMessage } from './message.writes';
-
 export interface InboundResult {
   message_id: string;
   customer_id: string;
