@@ -47,7 +47,9 @@ export class Migration20261129000100_sharded_rollups extends Migration {
       end $$;
 
       -- The shard of analytics_hourly this transaction adds to: the first one no other
-      -- transaction holds (now locked for this one), else a new one.
+      -- transaction holds (now locked for this one), else a new one. One function per table
+      -- rather than one with dynamic SQL: EXECUTE plans its statement at every call, and this
+      -- runs in every commit that touches an execution.
       create function analytics_hourly_shard(o text, w text, h timestamptz, t text, c text) returns smallint language plpgsql as $$
       declare
         s smallint;
