@@ -18,7 +18,7 @@
  * connection (pg remembers which connections have it); names must be unique per statement
  * text.
  */
-import type { MikroORM } from '@mikro-orm/postgresql';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { Pool, type PoolConfig } from 'pg';
 import type { Logger } from 'pino';
 
@@ -43,4 +43,52 @@ export function createHotPool(orm: MikroORM, options: { max: number; acquireTime
 
 export async function hotQuery<T>(pool: HotPool, statement: { name: string; text: string }, params: unknown[]): Promise<T[]> {
   return (await pool.query({ name: statement.name, text: statement.text, values: params })).rows as T[];
+}
+
+/** What running one SQL text needs: `em.execute`, or `hotExecutor` on the hot pool. */
+export type SqlRunner = Pick<EntityManager, 'execute'>;
+
+/** The named statements of the SQL texts `hotExecutor` has run: one per distinct text, for the process's life. */
+const statementsByText = new Map<string, { name: string; text: string }>();
+
+/**
+ * knex's `?` placeholders as pg's `$1, $2, …`, outside quoted literals and identifiers
+ * (written here because knex's own conversion is bound to its query runner, which is the
+ * cost this module avoids). Every `?` is a binding, as in knex: no `?` operators of jsonb.
+ */
+export function numberedPlaceholders(sql: string): string {
+  let n = 0;
+  let quote: string | null = null;
+  let out = '';
+  for (const ch of sql) {
+    if (quote) {
+      if (ch === quote) quote = null;
+    } else if (ch === "'" || ch === '"') quote = ch;
+    else if (ch === '?') {
+      out += `$${++n}`;
+      continue;
+    }
+    out += ch;
+  }
+  return out;
+}
+
+/**
+ * `em.execute(sql, params)` for the statements a run writes at every step (node state, sent
+ * step, finish), on the hot pool as named statements: no knex runner, and PostgreSQL plans
+ * each text once per connection (the step and finish statements are the longest the
+ * service runs). Same SQL, same bindings, same rows as through the EntityManager.
+ */
+export function hotExecutor(pool: HotPool): SqlRunner {
+  return {
+    async execute(query: unknown, params: unknown[] = []) {
+      if (typeof query !== 'string') throw new TypeError('hotExecutor runs SQL text only');
+      let statement = statementsByText.get(query);
+      if (!statement) {
+        statement = { name: `hot-${statementsByText.size + 1}`, text: numberedPlaceholders(query) };
+        statementsByText.set(query, statement);
+      }
+      return (await pool.query({ ...statement, values: params })).rows as never;
+    },
+  } as SqlRunner;
 }

@@ -10,6 +10,7 @@
  * record: the "no side effects" mode is decided here, once, by which sink is passed.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { hotExecutor, type SqlRunner } from '../../db/hot-query';
 import type { Services } from '../../services';
 import { channelAdapterFor } from './channel-adapter';
 import {
@@ -66,6 +67,8 @@ export interface ExecutionSink {
 /** Real delivery and the real records: what every execution of a customer's conversation uses. */
 export function liveExecutionSink(services: Services): ExecutionSink {
   const em = () => services.orm.em.fork() as EntityManager;
+  // A run's single statements (not its transactions) go through the hot pool: db/hot-query.ts.
+  const hot = hotExecutor(services.hotPool);
   const adapter = channelAdapterFor(services.config);
 
   const externalIdOf = async (ctx: ExecutionContext): Promise<string | null> => {
@@ -78,7 +81,7 @@ export function liveExecutionSink(services: Services): ExecutionSink {
     mode: 'live',
 
     async nodeState(ctx, nodeId) {
-      const state = await loadNodeState(em(), ctx.executionId, nodeId);
+      const state = await loadNodeState(hot, ctx.executionId, nodeId);
       return { running: state.status === 'running', output: state.output };
     },
 
@@ -96,9 +99,9 @@ export function liveExecutionSink(services: Services): ExecutionSink {
     },
 
     async recordSentStep(ctx, msg, step) {
-      const inserted = await recordSentStep(em(), ctx, msg, step);
+      const inserted = await recordSentStep(hot, ctx, msg, step);
       // Only a step an earlier attempt recorded needs reading back; a new one stored `step.output`.
-      return inserted ? step.output : ((await findStepOutput(em(), ctx.executionId, step.nodeId)) ?? step.output);
+      return inserted ? step.output : ((await findStepOutput(hot, ctx.executionId, step.nodeId)) ?? step.output);
     },
 
     async openWait(ctx, w) {
@@ -106,7 +109,7 @@ export function liveExecutionSink(services: Services): ExecutionSink {
     },
 
     async recordPrompt(ctx, msg) {
-      await storeOutboundMessage(em(), ctx, msg);
+      await storeOutboundMessage(hot, ctx, msg);
     },
 
     async closeWait(ctx, waitKey) {
@@ -128,8 +131,8 @@ export function liveExecutionSink(services: Services): ExecutionSink {
       const { status } = completion;
       // Only a dry run runs out of recorded replies; a live form waits (and times out) instead.
       if (status === 'waiting_for_input') throw new Error(`execution ${ctx.executionId}: waiting_for_input is not a final status`);
-      const finish = (e: EntityManager) => finishExecution(e, ctx.executionId, { ...completion, status });
-      if (!failedStep) return await finish(em());
+      const finish = (e: SqlRunner) => finishExecution(e, ctx.executionId, { ...completion, status });
+      if (!failedStep) return await finish(hot);
       return await em().transactional(async (tx) => {
         await insertStep(tx as EntityManager, ctx, failedStep);
         return await finish(tx as EntityManager);

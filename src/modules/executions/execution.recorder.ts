@@ -8,6 +8,7 @@
  * that decide which execution an inbound reply belongs to.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { SqlRunner } from '../../db/hot-query';
 import { newId } from '../../ids';
 import type { EventType } from '../events/event.entity';
 import { outboxEventRow } from '../events/outbox';
@@ -35,7 +36,7 @@ export interface StepRecord {
 }
 
 /** The stored output of a step already recorded, or undefined. */
-export async function findStepOutput(em: EntityManager, executionId: string, nodeId: string): Promise<Record<string, unknown> | undefined> {
+export async function findStepOutput(em: SqlRunner, executionId: string, nodeId: string): Promise<Record<string, unknown> | undefined> {
   const [row] = await em.execute<Array<{ output: Record<string, unknown> }>>(
     'select output from execution_steps where execution_id = ? and node_id = ?',
     [executionId, nodeId],
@@ -69,7 +70,7 @@ function stepInsert(ctx: ExecutionContext, step: StepRecord): { sql: string; bin
   };
 }
 
-export async function insertStep(em: EntityManager, ctx: ExecutionContext, step: StepRecord): Promise<boolean> {
+export async function insertStep(em: SqlRunner, ctx: ExecutionContext, step: StepRecord): Promise<boolean> {
   const { sql, bindings } = stepInsert(ctx, step);
   return (await em.execute<Array<{ id: string }>>(sql, bindings)).length > 0;
 }
@@ -118,7 +119,7 @@ const hasCustomer = (ctx: ExecutionContext): ctx is ExecutionContext & { custome
  * Stores an outbound message in the transcript (once per dedupe key) with its
  * `message.sent` event, in one statement. Without a customer there is no transcript to write.
  */
-export async function storeOutboundMessage(em: EntityManager, ctx: ExecutionContext, msg: { dedupeKey: string; nodeId: string; text: string }): Promise<void> {
+export async function storeOutboundMessage(em: SqlRunner, ctx: ExecutionContext, msg: { dedupeKey: string; nodeId: string; text: string }): Promise<void> {
   if (!hasCustomer(ctx)) return;
   const writes = outboundMessageWrites(ctx, msg);
   await em.execute(`with ${writes.sql} select 1`, writes.bindings);
@@ -130,7 +131,7 @@ export async function storeOutboundMessage(em: EntityManager, ctx: ExecutionCont
  * step, event, COMMIT) on every message an execution sends. Returns whether the step is new.
  */
 export async function recordSentStep(
-  em: EntityManager,
+  em: SqlRunner,
   ctx: ExecutionContext,
   msg: { dedupeKey: string; nodeId: string; text: string },
   step: StepRecord,
@@ -147,7 +148,7 @@ export async function recordSentStep(
 
 /** Where a node stands: the execution's status and the node's step output if one is recorded. */
 export async function loadNodeState(
-  em: EntityManager,
+  em: SqlRunner,
   executionId: string,
   nodeId: string,
 ): Promise<{ status: ExecutionStatus | null; output: Record<string, unknown> | undefined }> {
@@ -223,7 +224,7 @@ export interface Completion {
  * counters follow at its commit (a deferred trigger, Migration20261128000100_deferred_counters).
  * A no-op (returns false) when the execution already finished.
  */
-export async function finishExecution(em: EntityManager, executionId: string, c: Completion): Promise<boolean> {
+export async function finishExecution(em: SqlRunner, executionId: string, c: Completion): Promise<boolean> {
   // The event data is `workflowEventData` (execution.starter.ts) built from the updated row,
   // plus the error fields for workflow.failed.
   const rows = await em.execute<Array<{ id: string }>>(
