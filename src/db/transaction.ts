@@ -10,19 +10,27 @@ import { DeadlockException, type EntityManager } from '@mikro-orm/postgresql';
 
 const ATTEMPTS = 4;
 
-export async function transactionalRetrying<T>(em: EntityManager, work: (tx: EntityManager) => Promise<T>): Promise<T> {
+/**
+ * Runs `work` again (up to ATTEMPTS in all, after a short random pause so two conflicting
+ * writers do not meet again in step) while it fails with an error `retryable` accepts.
+ */
+export async function retrying<T>(retryable: (err: unknown) => boolean, work: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await em.fork().transactional((tx) => work(tx as EntityManager));
+      return await work();
     } catch (err) {
-      if (!(err instanceof DeadlockException) || attempt >= ATTEMPTS) throw err;
-      await pauseBeforeRetry(attempt);
+      if (!retryable(err) || attempt >= ATTEMPTS) throw err;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
     }
   }
 }
 
-/** A short random pause before attempt `attempt + 1`, so two conflicting writers do not meet again in step. */
-export const pauseBeforeRetry = (attempt: number) => new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
+export function transactionalRetrying<T>(em: EntityManager, work: (tx: EntityManager) => Promise<T>): Promise<T> {
+  return retrying(
+    (err) => err instanceof DeadlockException,
+    () => em.fork().transactional((tx) => work(tx as EntityManager)),
+  );
+}
 
 /** A raw `pg` error (the hot pool's) by which PostgreSQL broke a deadlock (40P01) or a serialization conflict (40001). */
 export const isDeadlockOrSerialization = (err: unknown) => ['40P01', '40001'].includes((err as { code?: string }).code ?? '');

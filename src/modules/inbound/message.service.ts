@@ -26,8 +26,8 @@ import { failpoint } from '../../failpoints';
 import type { Services } from '../../services';
 import { dispatchExecution } from '../executions/execution.starter';
 import { deliverReply } from '../executions/reply-delivery';
-import { type InboundMessage, readMessageTargets, type WrittenMessage, writeMessage } from './message.writes';
-import { isDeadlockOrSerialization, pauseBeforeRetry } from '../../db/transaction';
+import { type InboundMessage, readMessageTargets, writeMessage } from './message.writes';
+import { isDeadlockOrSerialization, retrying } from '../../db/transaction';
 
 export interface InboundResult {
   message_id: string;
@@ -85,24 +85,20 @@ export async function receiveMessage(
 
 const MESSAGE_ID_KEY = 'messages_provider_message_id_key';
 const CUSTOMER_KEY = 'customers_organization_id_channel_external_id_key';
-const WRITE_ATTEMPTS = 4;
+/** A concurrent first message created the customer (read again: it exists now), or a deadlock. */
+const writeConflict = (err: unknown) => (err as { constraint?: string }).constraint === CUSTOMER_KEY || isDeadlockOrSerialization(err);
 
 async function receiveNew(services: Services, organizationId: string, msg: InboundMessage): Promise<InboundResult> {
   const language = typeof msg.metadata?.language === 'string' ? msg.metadata.language : undefined;
-  let recorded: WrittenMessage;
-  for (let attempt = 1; ; attempt++) {
+  const recorded = await retrying(writeConflict, async () => {
     const targets = await readMessageTargets(services.hotPool, organizationId, msg, language);
     try {
-      recorded = await writeMessage(services.hotPool, targets, { organizationId, msg, language });
-      break;
+      return await writeMessage(services.hotPool, targets, { organizationId, msg, language });
     } catch (err) {
       if ((err as { constraint?: string }).constraint === MESSAGE_ID_KEY) throw new Redelivery();
-      // A concurrent first message created the customer (read again: it exists now), or a deadlock.
-      const retryable = (err as { constraint?: string }).constraint === CUSTOMER_KEY || isDeadlockOrSerialization(err);
-      if (!retryable || attempt >= WRITE_ATTEMPTS) throw err;
-      await pauseBeforeRetry(attempt);
+      throw err;
     }
-  }
+  });
   // Crash tests die here: everything above is committed, nothing is started or signalled yet.
   failpoint(services.config, 'message.after_commit');
 
@@ -116,9 +112,9 @@ async function receiveNew(services: Services, organizationId: string, msg: Inbou
     result.executions.push({ id: recorded.waiting.id, workflow_id: recorded.waiting.workflow_id, trigger_id: null, action: 'resumed' });
     return result;
   }
-  for (const { pending, triggerId } of recorded.started) {
+  for (const pending of recorded.started) {
     services.background.run('execution start', () => dispatchExecution(services, pending, { batchStamp: true }));
-    result.executions.push({ id: pending.executionId, workflow_id: pending.workflowInput.workflowId, trigger_id: triggerId, action: 'started' });
+    result.executions.push({ id: pending.executionId, workflow_id: pending.workflowInput.workflowId, trigger_id: pending.triggerId, action: 'started' });
   }
   if (result.executions.length > 0) result.status = 'started';
   return result;

@@ -55,17 +55,20 @@ export interface ClaimedWait {
   waiting_key: string | null;
 }
 
-const messageTriggerFilter = `organization_id = $1 and type = 'message' and status = 'active' and deleted_at is null`;
-
 const READ = {
   name: 'inbound-message-read',
-  text: `select
+  // The organization's active message triggers, read once for both sub-selects.
+  text: `with t as (
+      select id, workflow_id, channel, configuration, created_at from triggers
+       where organization_id = $1 and type = 'message' and status = 'active' and deleted_at is null
+    )
+    select
     (select coalesce(jsonb_agg(jsonb_build_object('id', id, 'workflow_id', workflow_id, 'channel', channel, 'configuration', configuration) order by created_at, id), '[]')
-       from triggers where ${messageTriggerFilter}) as triggers,
+       from t) as triggers,
     (select coalesce(jsonb_agg(jsonb_build_object('id', id, 'name', name, 'status', status, 'revision', revision, 'configuration', configuration, 'channel', channel)
                                order by created_at, id), '[]')
        from workflows where organization_id = $1 and status = 'active' and deleted_at is null
-        and (channel = $2 or id in (select workflow_id from triggers where ${messageTriggerFilter}))) as workflows,
+        and (channel = $2 or id in (select workflow_id from t))) as workflows,
     (select id from customers where organization_id = $1 and channel = $2 and external_id = $3) as customer_id`,
 };
 
@@ -95,7 +98,7 @@ export async function readMessageTargets(pool: HotPool, organizationId: string, 
     .map((t) => ({ triggerId: t.id, workflowId: t.workflow_id }));
   const configured = [...workflows.values()]
     .filter((w) => {
-      const trigger = w.channel === msg.channel ? w.configuration?.trigger : undefined;
+      const trigger = w.channel === msg.channel ? w.configuration!.trigger : undefined;
       return trigger !== undefined && messageMatches({ keywords: trigger.keywords, case_sensitive: false, exact_match: false } as never, msg.message);
     })
     .map((w) => w.id);
@@ -106,12 +109,6 @@ const eventRow = (input: EventInput) => {
   const e = outboxEventRow(input);
   return { id: e.id, organization_id: e.organizationId, type: e.type, data: e.data, created_at: e.createdAt };
 };
-
-/** An execution the message starts: its rows, and what its Temporal start needs after the commit. */
-export interface PlannedStart {
-  pending: PendingExecution;
-  triggerId: string | null;
-}
 
 /**
  * The rows a message that is not a reply starts. One execution per workflow: the oldest
@@ -124,7 +121,7 @@ function planStarts(targets: MessageTargets, m: { organizationId: string; custom
   const executions: object[] = [];
   const firings: object[] = [];
   const events: object[] = [];
-  const starts: PlannedStart[] = [];
+  const starts: PendingExecution[] = [];
   const start = (workflowId: string, triggerId: string | null, input: Record<string, unknown>) => {
     const wf = targets.workflows.get(workflowId)!;
     const id = newId('execution');
@@ -142,7 +139,7 @@ function planStarts(targets: MessageTargets, m: { organizationId: string; custom
       { id, organizationId, workflowId, revision: wf.revision, channel: msg.channel, customerId, input },
       { name: wf.name, nodes: wf.configuration!.nodes },
     );
-    starts.push({ pending: { executionId: id, triggerId, workflowInput }, triggerId });
+    starts.push({ executionId: id, triggerId, workflowInput });
     return id;
   };
   const covered = new Set<string>();
@@ -237,7 +234,8 @@ export interface WrittenMessage {
   messageId: string;
   customerId: string;
   waiting: ClaimedWait | undefined;
-  started: PlannedStart[];
+  /** The executions to start on Temporal after the statement. */
+  started: PendingExecution[];
 }
 
 /** Writes the message and everything it starts or answers, in one statement (see above). */
@@ -279,7 +277,7 @@ export async function writeMessage(
     msg.message, // $7
     json(msg.metadata ?? {}), // $8
     language ?? null, // $9
-    plan.starts[0]?.pending.executionId ?? null, // $10
+    plan.starts[0]?.executionId ?? null, // $10
     json(plan.executions), // $11
     json(plan.firings), // $12
     json(plan.events), // $13

@@ -16,6 +16,7 @@
 import { Client as PgClient } from 'pg';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { TypedSearchAttributes, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { hotQuery } from '../../db/hot-query';
 import type { Services } from '../../services';
 import { SearchAttributeKeys } from '../../../temporal/shared';
 import { deliveryWorkflowId, WEBHOOK_DELIVERY_WORKFLOW_TYPE, type WebhookDeliveryInput } from '../../../temporal/webhooks.shared';
@@ -24,6 +25,8 @@ const PURGE_INTERVAL_MS = 3_600_000;
 /** How long after its last wake or find the dispatcher keeps polling, and how often. */
 const TAIL_MS = 1_000;
 const TAIL_POLL_MS = 20;
+/** The tail's check, up to 50 times a second: a named statement on the hot pool (db/hot-query.ts). */
+const ANY_UNDISPATCHED = { name: 'events-any-undispatched', text: 'select 1 from events where dispatched_at is null limit 1' };
 
 /** Temporal starts in flight at once, by default (the webhooks benchmark starts its baseline the same way). */
 export const DISPATCH_START_CONCURRENCY = 32;
@@ -163,8 +166,7 @@ export class EventDispatcher {
 
   /** One statement, no transaction: whether a batch would find anything. */
   private async anyUndispatched(): Promise<boolean> {
-    const rows = await this.services.orm.em.fork().getConnection().execute('select 1 from events where dispatched_at is null limit 1');
-    return rows.length > 0;
+    return (await hotQuery(this.services.hotPool, ANY_UNDISPATCHED, [])).length > 0;
   }
 
   /** Waits for a NOTIFY (returns true) or `timeoutMs` (false). */
