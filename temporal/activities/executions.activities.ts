@@ -52,6 +52,35 @@ import { dependencyWaitsFor, type FailurePolicy, type ProviderBudget, runWithFai
 export const DEFAULT_CONFIDENCE_THRESHOLD = 0.5;
 export const DEFAULT_FALLBACK = "I'm not sure about that one. A teammate will follow up with you shortly.";
 
+/** A failed node's step, as the workflow knows it (the completion records it). */
+export interface FailedStepInput {
+  nodeId: string;
+  type: string;
+  startedAt: number;
+  input: Record<string, unknown>;
+}
+
+export interface MessageRunInput {
+  ctx: ExecutionContext;
+  /** Consecutive message nodes, in order. */
+  nodes: MessageNodeSpec[];
+  /** When the run started (workflow time, ms): every node's start. */
+  startedAt: number;
+  /** The run ends the execution: complete it with this output (and `response`, the last text sent) once all are sent. */
+  finishOutput?: Record<string, unknown>;
+}
+
+export interface MessageRunResult {
+  /** The texts recorded for the run's first nodes, in order (by this attempt or an earlier one). */
+  sent: string[];
+  /** The execution stopped running (cancelled): nothing more was sent. */
+  stopped?: true;
+  /** The provider refused the next node's message for good (its error message). */
+  rejected?: string;
+  /** The execution was completed (`finishOutput`). */
+  finished?: true;
+}
+
 export interface NodeActivityInput<N> {
   ctx: ExecutionContext;
   node: N;
@@ -107,8 +136,9 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
    * still runs: one round trip for both.
    */
   const doneOrRunning = async (ctx: ExecutionContext, nodeId: string): Promise<Record<string, unknown> | undefined> => {
-    const state = await sink.nodeState(ctx, nodeId);
-    if (state.output) return state.output;
+    const state = await sink.stepsState(ctx, [nodeId]);
+    const output = state.outputs.get(nodeId);
+    if (output) return output;
     if (!state.running) throw notRunning(ctx, `node ${nodeId}`);
     return undefined;
   };
@@ -123,7 +153,7 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
     }
   };
 
-  /** Sends `text` as the node's message and records the node's step, once. */
+  /** Sends `text` as the node's message and records the node's step, once; says whether the execution still runs. */
   const sendAndRecord = async (
     ctx: ExecutionContext,
     step: { nodeId: string; type: string; startedAt: number; input: Record<string, unknown>; output: Record<string, unknown> },
@@ -134,16 +164,75 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
     return await sink.recordSentStep(ctx, msg, { ...step, status: 'completed', startedAt: new Date(step.startedAt) });
   };
 
+  const sendMessageNode = async (ctx: ExecutionContext, node: MessageNodeSpec, startedAt: number) =>
+    await sendAndRecord(
+      ctx,
+      { nodeId: node.id, type: 'message', startedAt, input: { content: node.content }, output: { message_sent: node.content } },
+      node.content,
+    );
+
+  /** Records the failed step (if a node failed) and the final status, once; false when the row was final already. */
+  const complete = async (ctx: ExecutionContext, completion: RunCompletion, failedStep?: FailedStepInput): Promise<boolean> => {
+    const step: StepRecord | undefined = failedStep && {
+      ...failedStep,
+      status: 'failed',
+      startedAt: new Date(failedStep.startedAt),
+      output: {},
+      ...(completion.errorType ? { errorType: completion.errorType } : {}),
+      ...(completion.errorMessage ? { errorMessage: completion.errorMessage } : {}),
+    };
+    const finished = await sink.complete(ctx, completion, step);
+    // Crash tests die here: the finish is committed, Temporal has not recorded it, so it runs again.
+    failpoint(services.config, 'execution.after_finish');
+    return finished;
+  };
+
   const impl = {
     async runMessageNode({ ctx, node, startedAt }: NodeActivityInput<MessageNodeSpec>): Promise<{ message_sent: string }> {
       const done = await doneOrRunning(ctx, node.id);
       if (done) return done as { message_sent: string };
-      const out = await sendAndRecord(
-        ctx,
-        { nodeId: node.id, type: 'message', startedAt, input: { content: node.content }, output: { message_sent: node.content } },
-        node.content,
-      );
-      return out as { message_sent: string };
+      return (await sendMessageNode(ctx, node, startedAt)).output as { message_sent: string };
+    },
+
+    /**
+     * A run of consecutive message nodes, and the completion when the run ends the
+     * execution (`finishOutput`), as ONE local activity (workflow patch MESSAGE_RUNS): one
+     * read of what earlier attempts recorded, then each node as `runMessageNode` does it.
+     * Each step's write also reads the execution's status, so a cancel that lands between
+     * two nodes still stops the next send, with no read in between.
+     *
+     * It never retries and never fails: at the first error it returns what it sent, and the
+     * workflow goes on from that node with `runMessageNode`, under that node's own retries,
+     * provider budget and failure classification. The exception is a provider's final
+     * refusal (ExecutionApiError), returned as `rejected`, so a refused message is not sent
+     * a second time only to be refused again.
+     */
+    async runMessageRun({ ctx, nodes, startedAt, finishOutput }: MessageRunInput): Promise<MessageRunResult> {
+      const sent: string[] = [];
+      try {
+        const state = await sink.stepsState(ctx, nodes.map((n) => n.id));
+        let running = state.running;
+        for (const node of nodes) {
+          const done = state.outputs.get(node.id);
+          if (done) {
+            sent.push((done as { message_sent: string }).message_sent);
+            continue;
+          }
+          if (!running) return { sent, stopped: true };
+          // Workflow time for every node, as node-by-node local activities in one task had:
+          // a wall-clock start would sort a later form (workflow time) before these steps.
+          const r = await sendMessageNode(ctx, node, startedAt);
+          sent.push((r.output as { message_sent: string }).message_sent);
+          running = r.running;
+        }
+        if (finishOutput === undefined) return { sent };
+        // Not running any more (cancelled after the last send): the completion is a no-op, as the workflow's own would be.
+        await complete(ctx, { status: 'success', output: { response: sent.at(-1) ?? null, ...finishOutput } });
+        return { sent, finished: true };
+      } catch (err) {
+        if (err instanceof ApplicationFailure && err.type === ExecutionErrorTypes.api) return { sent, rejected: err.message };
+        return { sent };
+      }
     },
 
     async runAiResponseNode({
@@ -191,7 +280,7 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
         },
         response,
       );
-      return out as { response: string; confidence: number };
+      return out.output as { response: string; confidence: number };
     },
 
     /**
@@ -239,24 +328,8 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
     },
 
     /** Records the failed step (if a node failed) and the final status, once. */
-    async completeExecution(input: {
-      ctx: ExecutionContext;
-      completion: RunCompletion;
-      failedStep?: { nodeId: string; type: string; startedAt: number; input: Record<string, unknown> };
-    }): Promise<boolean> {
-      const { ctx, completion, failedStep } = input;
-      const step: StepRecord | undefined = failedStep && {
-        ...failedStep,
-        status: 'failed',
-        startedAt: new Date(failedStep.startedAt),
-        output: {},
-        ...(completion.errorType ? { errorType: completion.errorType } : {}),
-        ...(completion.errorMessage ? { errorMessage: completion.errorMessage } : {}),
-      };
-      const finished = await sink.complete(ctx, completion, step);
-      // Crash tests die here: the finish is committed, Temporal has not recorded it, so it runs again.
-      failpoint(services.config, 'execution.after_finish');
-      return finished;
+    async completeExecution(input: { ctx: ExecutionContext; completion: RunCompletion; failedStep?: FailedStepInput }): Promise<boolean> {
+      return await complete(input.ctx, input.completion, input.failedStep);
     },
   };
 
@@ -269,6 +342,8 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
     };
   return {
     runMessageNode: activity(impl.runMessageNode, NODE_PROVIDER_BUDGET),
+    // Catches its own failures: the policy has nothing to decide (see runMessageRun).
+    runMessageRun: activity(impl.runMessageRun, undefined),
     runAiResponseNode: activity(impl.runAiResponseNode, AI_PROVIDER_BUDGET),
     sendFormPrompt: activity(impl.sendFormPrompt, NODE_PROVIDER_BUDGET),
     closeFormWait: activity(impl.closeFormWait, NODE_PROVIDER_BUDGET),

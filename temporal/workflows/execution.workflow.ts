@@ -1,8 +1,9 @@
 /**
  * Owns `executionWorkflow`: one run per execution (workflow id = execution id). It walks
  * the nodes of the revision it was started with, from nodes[0] along `next` (a node
- * without `next` ends the execution): `message` and `ai_response` are one activity each
- * (`message` a local one since MESSAGE_NODES_LOCAL);
+ * without `next` ends the execution): `ai_response` is one activity; consecutive `message`
+ * nodes are one local activity together since MESSAGE_RUNS (with the completion when they
+ * end the execution), one local activity each before it (MESSAGE_NODES_LOCAL);
  * `form` asks each field, waits durably for the customer's reply (signal
  * `customerReply`, deduplicated by message id) up to the node's timeout, re-asks an
  * invalid reply up to FORM_MAX_ATTEMPTS times, then records the answers. When the timeout
@@ -33,7 +34,7 @@ import {
   setHandler,
   TimeoutFailure,
 } from '@temporalio/workflow';
-import type { ExecutionActivities } from '../activities/executions.activities';
+import type { ExecutionActivities, MessageRunResult } from '../activities/executions.activities';
 import {
   type CustomerReply,
   customerReplySignal,
@@ -47,6 +48,7 @@ import {
   type ExecutionWorkflowResult,
   FORM_MAX_ATTEMPTS,
   type FormNodeSpec,
+  type MessageNodeSpec,
   type RunMode,
   validateFormReply,
 } from '../executions.shared';
@@ -93,6 +95,27 @@ function nodeActivities(infraRetryMs: number, prefix: string) {
  * before it) keep replaying their task-queue activities.
  */
 export const MESSAGE_NODES_LOCAL = 'message-nodes-local-activities';
+
+/**
+ * Patch id: a run of consecutive message nodes, and the completion when the run ends the
+ * execution, is ONE local activity (`runMessageRun`). Runs whose history has no marker
+ * replay their node-by-node activities.
+ */
+export const MESSAGE_RUNS = 'message-runs';
+
+/** A send is seconds: a run gets a node's timeout per node. It is not retried (see runMessageRun). */
+function messageRunActivities(nodes: number, prefix: string) {
+  return renamed(proxyLocalActivities<ExecutionActivities>({ startToCloseTimeout: 10_000 * nodes, retry: { maximumAttempts: 1 } }), prefix);
+}
+
+/** The message nodes from `first` on, up to the first node of another type or the end. */
+function messageRunFrom(first: MessageNodeSpec, byId: Map<string, ExecutionNodeSpec>): MessageNodeSpec[] {
+  const run = [first];
+  for (let n = first.next === undefined ? undefined : byId.get(first.next); n?.type === 'message'; n = n.next === undefined ? undefined : byId.get(n.next)) {
+    run.push(n);
+  }
+  return run;
+}
 
 /**
  * The final write must happen: retried until the database takes it, however long an
@@ -258,12 +281,58 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
     next_action: nextAction,
     ...(Object.keys(formData).length > 0 ? { form_data: formData } : {}),
   });
+  const withoutResponse = ({ response: _response, ...rest }: Record<string, unknown>) => rest;
+
+  const nextOf = (node: ExecutionNodeSpec) => (node.next === undefined ? undefined : byId.get(node.next));
+
+  /**
+   * Runs the message nodes from `first` on as one local activity; returns the node to go
+   * on from (undefined: the end), or `finished` when the activity also completed the run.
+   * What it did not get to, the node-by-node path does next.
+   */
+  const runMessages = async (first: MessageNodeSpec, startedAt: number): Promise<{ finished: true } | { next: ExecutionNodeSpec | undefined; alone: boolean }> => {
+    const run = messageRunFrom(first, byId);
+    const last = run[run.length - 1]!;
+    let result: MessageRunResult;
+    try {
+      result = await messageRunActivities(run.length, prefix).runMessageRun({
+        ctx,
+        nodes: run,
+        startedAt,
+        ...(last.next === undefined ? { finishOutput: withoutResponse(output('end')) } : {}),
+      });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      // Timed out or lost: the node-by-node path finds what it recorded.
+      result = { sent: [] };
+    }
+    for (const text of result.sent) {
+      lastResponse = text;
+      progress.stepsCompleted++;
+    }
+    if (result.stopped) throw new ExecutionStopped();
+    if (result.finished) return { finished: true };
+    const stoppedAt = run[result.sent.length];
+    if (stoppedAt === undefined) return { next: nextOf(last), alone: false };
+    if (result.rejected !== undefined) throw new NodeFailure(stoppedAt, startedAt, 'api_error', result.rejected);
+    return { next: stoppedAt, alone: true };
+  };
 
   try {
-    for (let node = input.nodes[0]; node !== undefined; node = node.next === undefined ? undefined : byId.get(node.next)) {
-      progress.nodeId = node.id;
+    let node: ExecutionNodeSpec | undefined = input.nodes[0];
+    // Set for the node a run stopped at: it runs on its own, under its own retries.
+    let alone = false;
+    while (node !== undefined) {
+      const current: ExecutionNodeSpec = node;
+      progress.nodeId = current.id;
       const startedAt = Date.now();
       try {
+        if (node.type === 'message' && !alone && patched(MESSAGE_RUNS)) {
+          const went = await runMessages(node, startedAt);
+          if ('finished' in went) return { status: 'success', output: output('end') };
+          ({ next: node, alone } = went);
+          continue;
+        }
         if (node.type === 'message') {
           const acts = patched(MESSAGE_NODES_LOCAL) ? localNodeActs : nodeActs;
           lastResponse = (await acts.runMessageNode({ ctx, node, startedAt })).message_sent;
@@ -273,12 +342,14 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
           await collectForm(node, startedAt);
         }
       } catch (err) {
-        if (isCancellation(err) || err instanceof NodeFailure || err instanceof RepliesExhausted) throw err;
+        if (isCancellation(err) || err instanceof NodeFailure || err instanceof RepliesExhausted || err instanceof ExecutionStopped) throw err;
         if (isNotRunning(err)) throw new ExecutionStopped();
         const { errorType, message } = classify(err);
-        throw new NodeFailure(node, startedAt, errorType, message);
+        throw new NodeFailure(current, startedAt, errorType, message);
       }
       progress.stepsCompleted++;
+      alone = false;
+      node = nextOf(current);
     }
   } catch (err) {
     if (isCancellation(err)) {

@@ -49,12 +49,12 @@ async function insertMessage(em: EntityManager, ctx: ExecutionContext, msg: Sink
   );
 }
 
-async function stepOutput(em: EntityManager, ctx: ExecutionContext, nodeId: string): Promise<Record<string, unknown> | undefined> {
-  const [row] = await em.execute<Array<{ output: Record<string, unknown> }>>(
-    'select output from dry_run_steps where dry_run_id = ? and execution_id = ? and node_id = ?',
-    [dryRunIdOf(ctx), ctx.executionId, nodeId],
+async function stepOutputs(em: EntityManager, ctx: ExecutionContext, nodeIds: string[]): Promise<Map<string, Record<string, unknown>>> {
+  const rows = await em.execute<Array<{ node_id: string; output: Record<string, unknown> }>>(
+    'select node_id, output from dry_run_steps where dry_run_id = ? and execution_id = ? and node_id in (select jsonb_array_elements_text(?::jsonb))',
+    [dryRunIdOf(ctx), ctx.executionId, JSON.stringify(nodeIds)],
   );
-  return row?.output;
+  return new Map(rows.map((r) => [r.node_id, r.output]));
 }
 
 export function dryRunExecutionSink(services: Services): ExecutionSink {
@@ -63,8 +63,8 @@ export function dryRunExecutionSink(services: Services): ExecutionSink {
     mode: 'dry_run',
 
     // A dry run cannot be cancelled node by node: it always "runs".
-    async nodeState(ctx, nodeId) {
-      return { running: true, output: await stepOutput(em(), ctx, nodeId) };
+    async stepsState(ctx, nodeIds) {
+      return { running: true, outputs: await stepOutputs(em(), ctx, nodeIds) };
     },
 
     async deliver() {
@@ -76,7 +76,7 @@ export function dryRunExecutionSink(services: Services): ExecutionSink {
         await insertMessage(tx as EntityManager, ctx, msg);
         await insertStep(tx as EntityManager, ctx, step);
       });
-      return (await stepOutput(em(), ctx, step.nodeId)) ?? step.output;
+      return { output: (await stepOutputs(em(), ctx, [step.nodeId])).get(step.nodeId) ?? step.output, running: true };
     },
 
     // No customer message can claim a dry run's prompt: its replies are the recorded ones.

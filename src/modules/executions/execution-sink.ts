@@ -19,10 +19,9 @@ import {
   type CloseWaitResult,
   type Completion,
   type ExecutionContext,
-  findStepOutput,
   finishExecution,
   insertStep,
-  loadNodeState,
+  loadStepsState,
   openWait,
   type OpenWaitResult,
   recordSentStep,
@@ -46,12 +45,16 @@ export interface RunCompletion extends Omit<Completion, 'status'> {
 
 export interface ExecutionSink {
   readonly mode: 'live' | 'dry_run';
-  /** The step an earlier attempt recorded (returned as is), and whether the execution still runs. */
-  nodeState(ctx: ExecutionContext, nodeId: string): Promise<{ running: boolean; output: Record<string, unknown> | undefined }>;
+  /** The steps among `nodeIds` that earlier attempts recorded (their outputs, as stored), and whether the execution still runs. */
+  stepsState(ctx: ExecutionContext, nodeIds: string[]): Promise<{ running: boolean; outputs: Map<string, Record<string, unknown>> }>;
   /** Sends one message to the customer, outside the service. Throws the provider's errors as they come. */
   deliver(ctx: ExecutionContext, msg: SinkMessage): Promise<void>;
-  /** Records a sent node message and the node's completed step, once; returns the step's stored output. */
-  recordSentStep(ctx: ExecutionContext, msg: SinkMessage, step: StepRecord): Promise<Record<string, unknown>>;
+  /**
+   * Records a sent node message and the node's completed step, once; returns the step's
+   * stored output, and whether the execution still ran as it was written (what the next
+   * node of a run checks before sending).
+   */
+  recordSentStep(ctx: ExecutionContext, msg: SinkMessage, step: StepRecord): Promise<{ output: Record<string, unknown>; running: boolean }>;
   /** Opens the wait of a form prompt (before the prompt is sent). */
   openWait(ctx: ExecutionContext, w: { nodeId: string; field: string; waitKey: string }): Promise<OpenWaitResult>;
   /** Records a sent form prompt in the transcript, once. */
@@ -80,9 +83,9 @@ export function liveExecutionSink(services: Services): ExecutionSink {
   return {
     mode: 'live',
 
-    async nodeState(ctx, nodeId) {
-      const state = await loadNodeState(hot, ctx.executionId, nodeId);
-      return { running: state.status === 'running', output: state.output };
+    async stepsState(ctx, nodeIds) {
+      const state = await loadStepsState(hot, ctx.executionId, nodeIds);
+      return { running: state.status === 'running', outputs: state.outputs };
     },
 
     async deliver(ctx, msg) {
@@ -99,9 +102,8 @@ export function liveExecutionSink(services: Services): ExecutionSink {
     },
 
     async recordSentStep(ctx, msg, step) {
-      const inserted = await recordSentStep(hot, ctx, msg, step);
-      // Only a step an earlier attempt recorded needs reading back; a new one stored `step.output`.
-      return inserted ? step.output : ((await findStepOutput(hot, ctx.executionId, step.nodeId)) ?? step.output);
+      const r = await recordSentStep(hot, ctx, msg, step);
+      return { output: r.inserted ? step.output : (r.earlierOutput ?? step.output), running: r.status === 'running' };
     },
 
     async openWait(ctx, w) {

@@ -35,15 +35,6 @@ export interface StepRecord {
   errorMessage?: string;
 }
 
-/** The stored output of a step already recorded, or undefined. */
-export async function findStepOutput(em: SqlRunner, executionId: string, nodeId: string): Promise<Record<string, unknown> | undefined> {
-  const [row] = await em.execute<Array<{ output: Record<string, unknown> }>>(
-    'select output from execution_steps where execution_id = ? and node_id = ?',
-    [executionId, nodeId],
-  );
-  return row?.output;
-}
-
 /** The step row (once per execution and node) as an INSERT and its bindings, for `insertStep` and `recordSentStep`. */
 function stepInsert(ctx: ExecutionContext, step: StepRecord): { sql: string; bindings: unknown[] } {
   const completedAt = new Date();
@@ -125,40 +116,52 @@ export async function storeOutboundMessage(em: SqlRunner, ctx: ExecutionContext,
   await em.execute(`with ${writes.sql} select 1`, writes.bindings);
 }
 
+/** What a sent step's statement found, besides writing. */
+export interface SentStepResult {
+  /** False when an earlier attempt recorded the step: then `earlierOutput` is what it stored. */
+  inserted: boolean;
+  earlierOutput: Record<string, unknown> | undefined;
+  /** The execution's status as the statement began: a cancel since the send stops the next one. */
+  status: ExecutionStatus | null;
+}
+
 /**
  * A sent node's message (as `storeOutboundMessage`) and its step (as `insertStep`) in ONE
  * statement: atomic without a transaction, one round trip instead of five (BEGIN, message,
- * step, event, COMMIT) on every message an execution sends. Returns whether the step is new.
+ * step, event, COMMIT) on every message an execution sends. The same statement reads what
+ * the next node needs to know (the step an earlier attempt stored, the execution's status),
+ * so a run of message nodes reads nothing between two of them.
  */
-export async function recordSentStep(
-  em: SqlRunner,
-  ctx: ExecutionContext,
-  msg: { dedupeKey: string; nodeId: string; text: string },
-  step: StepRecord,
-): Promise<boolean> {
-  if (!hasCustomer(ctx)) return await insertStep(em, ctx, step);
-  const writes = outboundMessageWrites(ctx, msg);
+export async function recordSentStep(em: SqlRunner, ctx: ExecutionContext, msg: { dedupeKey: string; nodeId: string; text: string }, step: StepRecord): Promise<SentStepResult> {
+  // Without a customer there is no transcript to write: the step alone.
+  const writes = hasCustomer(ctx) ? outboundMessageWrites(ctx, msg) : undefined;
   const insert = stepInsert(ctx, step);
-  const rows = await em.execute<Array<{ id: string }>>(`with ${writes.sql}, step as (${insert.sql}) select id from step`, [
-    ...writes.bindings,
-    ...insert.bindings,
-  ]);
-  return rows.length > 0;
+  const [row] = await em.execute<Array<{ inserted: boolean; earlier: Record<string, unknown> | null; status: ExecutionStatus | null }>>(
+    `with ${writes ? `${writes.sql}, ` : ''}step as (${insert.sql})
+     select exists (select 1 from step) as inserted,
+            (select output from execution_steps where execution_id = ? and node_id = ?) as earlier,
+            (select status from executions where id = ?) as status`,
+    [...(writes?.bindings ?? []), ...insert.bindings, ctx.executionId, step.nodeId, ctx.executionId],
+  );
+  return { inserted: row!.inserted, earlierOutput: row!.earlier ?? undefined, status: row!.status };
 }
 
-/** Where a node stands: the execution's status and the node's step output if one is recorded. */
-export async function loadNodeState(
+/** Where a run of nodes stands: the execution's status and the outputs of the steps already recorded among `nodeIds`. */
+export async function loadStepsState(
   em: SqlRunner,
   executionId: string,
-  nodeId: string,
-): Promise<{ status: ExecutionStatus | null; output: Record<string, unknown> | undefined }> {
-  const [row] = await em.execute<Array<{ status: ExecutionStatus; output: Record<string, unknown> | null }>>(
-    `select e.status, s.output from executions e
-       left join execution_steps s on s.execution_id = e.id and s.node_id = ?
+  nodeIds: string[],
+): Promise<{ status: ExecutionStatus | null; outputs: Map<string, Record<string, unknown>> }> {
+  // The ids as one JSON array: the same SQL for any number of nodes, through knex or the hot pool alike.
+  const rows = await em.execute<Array<{ status: ExecutionStatus; node_id: string | null; output: Record<string, unknown> | null }>>(
+    `select e.status, s.node_id, s.output from executions e
+       left join execution_steps s on s.execution_id = e.id and s.node_id in (select jsonb_array_elements_text(?::jsonb))
       where e.id = ?`,
-    [nodeId, executionId],
+    [JSON.stringify(nodeIds), executionId],
   );
-  return { status: row?.status ?? null, output: row?.output ?? undefined };
+  const outputs = new Map<string, Record<string, unknown>>();
+  for (const r of rows) if (r.node_id !== null && r.output !== null) outputs.set(r.node_id, r.output);
+  return { status: rows[0]?.status ?? null, outputs };
 }
 
 /**
