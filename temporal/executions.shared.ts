@@ -67,7 +67,21 @@ export interface ExecutionWorkflowInput {
   nodes: ExecutionNodeSpec[];
   /** ACTIVITY_INFRA_RETRY_HOURS at start, in ms: bounds a node that keeps timing out. Absent in older runs. */
   infraRetryMs?: number;
+  /**
+   * How the run walks its nodes, fixed at its start (EXECUTION_WORKFLOW_VERSION then); runs
+   * started before it carry none and keep the walk their patch markers recorded. In the
+   * input rather than a patch marker: a marker (and the search attribute the SDK upserts with
+   * it) would cost every new run two history events and a visibility write, for the sake of
+   * the runs in flight at one deployment.
+   */
+  version?: number;
 }
+
+/**
+ * 2 (2026-11-25): consecutive message nodes, and the completion when they end the run, are
+ * one local activity (`runMessageRun`).
+ */
+export const EXECUTION_WORKFLOW_VERSION = 2;
 
 /** `waiting_for_input` only ends a dry run: its recorded replies ran out at a form. */
 export type ExecutionOutcome = 'success' | 'failed' | 'cancelled' | 'waiting_for_input';

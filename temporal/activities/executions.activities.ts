@@ -196,7 +196,7 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
 
     /**
      * A run of consecutive message nodes, and the completion when the run ends the
-     * execution (`finishOutput`), as ONE local activity (workflow patch MESSAGE_RUNS): one
+     * execution (`finishOutput`), as ONE local activity (runs of version 2): one
      * read of what earlier attempts recorded, then each node as `runMessageNode` does it.
      * Each step's write also reads the execution's status, so a cancel that lands between
      * two nodes still stops the next send, with no read in between.

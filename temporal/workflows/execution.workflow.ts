@@ -2,8 +2,8 @@
  * Owns `executionWorkflow`: one run per execution (workflow id = execution id). It walks
  * the nodes of the revision it was started with, from nodes[0] along `next` (a node
  * without `next` ends the execution): `ai_response` is one activity; consecutive `message`
- * nodes are one local activity together since MESSAGE_RUNS (with the completion when they
- * end the execution), one local activity each before it (MESSAGE_NODES_LOCAL);
+ * nodes are one local activity together in runs of version 2 (with the completion when they
+ * end the execution), one local activity each before (MESSAGE_NODES_LOCAL);
  * `form` asks each field, waits durably for the customer's reply (signal
  * `customerReply`, deduplicated by message id) up to the node's timeout, re-asks an
  * invalid reply up to FORM_MAX_ATTEMPTS times, then records the answers. When the timeout
@@ -95,13 +95,6 @@ function nodeActivities(infraRetryMs: number, prefix: string) {
  * before it) keep replaying their task-queue activities.
  */
 export const MESSAGE_NODES_LOCAL = 'message-nodes-local-activities';
-
-/**
- * Patch id: a run of consecutive message nodes, and the completion when the run ends the
- * execution, is ONE local activity (`runMessageRun`). Runs whose history has no marker
- * replay their node-by-node activities.
- */
-export const MESSAGE_RUNS = 'message-runs';
 
 /** A send is seconds: a run gets a node's timeout per node. It is not retried (see runMessageRun). */
 function messageRunActivities(nodes: number, prefix: string) {
@@ -206,6 +199,8 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
   setHandler(executionProgressQuery, () => progress);
 
   const byId = new Map(input.nodes.map((n) => [n.id, n]));
+  // Runs started before version 2 keep walking node by node (their histories say so).
+  const messageRuns = (input.version ?? 1) >= 2;
   /** The customer's latest text: what ai_response answers. */
   let lastCustomerText = typeof input.input.message === 'string' ? input.input.message : '';
   let lastResponse: string | null = null;
@@ -327,14 +322,15 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
       progress.nodeId = current.id;
       const startedAt = Date.now();
       try {
-        if (node.type === 'message' && !alone && patched(MESSAGE_RUNS)) {
+        if (node.type === 'message' && !alone && messageRuns) {
           const went = await runMessages(node, startedAt);
           if ('finished' in went) return { status: 'success', output: output('end') };
           ({ next: node, alone } = went);
           continue;
         }
         if (node.type === 'message') {
-          const acts = patched(MESSAGE_NODES_LOCAL) ? localNodeActs : nodeActs;
+          // Version 2 runs never consult the patch: they get here only for a node a run stopped at.
+          const acts = messageRuns || patched(MESSAGE_NODES_LOCAL) ? localNodeActs : nodeActs;
           lastResponse = (await acts.runMessageNode({ ctx, node, startedAt })).message_sent;
         } else if (node.type === 'ai_response') {
           lastResponse = (await aiActs.runAiResponseNode({ ctx, node, startedAt, question: lastCustomerText })).response;

@@ -1,11 +1,12 @@
 /**
- * Determinism across the `message-nodes-local-activities` and `message-runs` patches:
+ * Determinism across the `message-nodes-local-activities` patch and version 2 (runs of
+ * message nodes, chosen by the start input's `version`):
  * histories recorded by real runs (message → form with a reply → message, then the
  * completion) replay against the current workflow code: one recorded before the first patch
  * (message nodes as task-queue activities, no marker), one started before it and finished
  * by a worker with it (a deployment while the run waited on its form), one recorded after
  * it (patch marker, a local-activity marker per message node and the completion), and one
- * recorded after `message-runs` (its marker, one `runMessageRun` marker per run). Runs in flight at a deployment must keep going after it.
+ * of version 2 (no patch marker, one `runMessageRun` marker per run). Runs in flight at a deployment must keep going after it.
  * Recorded with the service's own worker against a dev server; `@temporalio/proto` (the
  * SDK's own dependency, same version) reads them, as the SDK's JSON reader refuses the
  * timestamps `fetchHistory()` writes.
@@ -25,8 +26,8 @@ describe('execution workflow replay', () => {
     // Started by the old worker, which sent "hello" and the prompt; the new one took the reply and sent "bye".
     ['deployed while it waited on its form', 'message-form-message.deployed-during-form.history.json', 3],
     ['started with message nodes as local activities', 'message-form-message.local-activities.history.json', 2],
-    // Each message node a run of its own (`message-runs`), the last one with the completion.
-    ['started with runs of message nodes', 'message-form-message.message-runs.history.json', 2],
+    // Version 2: each message node a run of its own here, the last one with the completion.
+    ['started with runs of message nodes (version 2)', 'message-form-message.message-runs.history.json', 2],
   ])('a run %s replays without a nondeterminism error', async (_label, file, taskQueueActivities) => {
     installQuietRuntime();
     const history = fixture(file);

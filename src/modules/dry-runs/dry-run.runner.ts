@@ -6,7 +6,7 @@
 import { infraRetryMsOf } from '../../config';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Services } from '../../services';
-import type { ExecutionNodeSpec } from '../../../temporal/executions.shared';
+import { EXECUTION_WORKFLOW_VERSION, type ExecutionNodeSpec } from '../../../temporal/executions.shared';
 import type { DryRunExecutionPlan } from '../../../temporal/dry-runs.shared';
 import { loadRecordedReplies } from './dry-run.records';
 
@@ -53,6 +53,7 @@ export async function planDryRunExecution(services: Services, dryRunId: string, 
       input: row.input,
       nodes: row.configuration.nodes,
       infraRetryMs: infraRetryMsOf(services.config),
+      version: EXECUTION_WORKFLOW_VERSION,
     },
     replies: await loadRecordedReplies(e, executionId),
   };

@@ -28,6 +28,7 @@ import { Workflow } from '../workflows/workflow.entity';
 import { SearchAttributeKeys } from '../../../temporal/shared';
 import {
   EXECUTION_WORKFLOW_TYPE,
+  EXECUTION_WORKFLOW_VERSION,
   executionWorkflowId,
   type ExecutionNodeSpec,
   type ExecutionWorkflowInput,
@@ -146,7 +147,7 @@ export async function dispatchExecution(
   opts: { em?: EntityManager; timeoutMs?: number; batchStamp?: boolean } = {},
 ): Promise<boolean> {
   failpoint(services.config, 'execution.before_temporal_start');
-  const input: ExecutionWorkflowInput = { ...pending.workflowInput, infraRetryMs: infraRetryMsOf(services.config) };
+  const input: ExecutionWorkflowInput = { ...pending.workflowInput, infraRetryMs: infraRetryMsOf(services.config), version: EXECUTION_WORKFLOW_VERSION };
   const pairs: SearchAttributePair[] = [
     { key: SearchAttributeKeys.organizationId, value: input.organizationId },
     { key: SearchAttributeKeys.workflowId, value: input.workflowId },
