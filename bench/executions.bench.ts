@@ -1,9 +1,10 @@
 /**
- * `npm run bench -- executions [--n 200] [--concurrency 20] [--rounds 3] [--cpu-prof FILE]`:
+ * `npm run bench -- executions [--n 200] [--concurrency 20] [--rounds 3] [--warmup 40] [--cpu-prof FILE]`:
  * N inbound messages through `POST /v1/messages`, each starting a two-node message
  * workflow, run to `success`. Baseline in the same run: N bare Temporal workflows of two
  * no-op activities each, started with the client on the same server, with a worker built
- * with the same settings. `rounds` interleaved rounds (ours, bare, ours, bare, ...).
+ * with the same settings. `rounds` interleaved rounds (ours, bare, ours, bare, ...), after
+ * `warmup` uncounted executions of each side.
  *
  * Both sides run with the same bounded concurrency: `concurrency` slots, each keeps ONE
  * execution in flight (ours: send the message, wait until its run has closed, which is
@@ -15,7 +16,7 @@
  * Prints per round, then the median and range over the rounds of: executions/s, the
  * `POST /v1/messages` answer time p50/p99 (targets ≤ 20 ms / ≤ 100 ms), message→success
  * p50/p99; and where a POST's time goes while ours runs: the Temporal start (after the
- * answer), what the database backends were doing (pg_stat_activity sampled every 10 ms:
+ * answer), what the database backends were doing (pg_stat_activity sampled every 50 ms:
  * lock waits, commit flushes, idle in transaction = waiting on this process), connection
  * pool waits and this thread's event-loop delay. `--cpu-prof FILE` CPU-profiles this
  * thread during the first round of ours. Last line: `ratio=<median ours/median bare>`.
@@ -63,6 +64,12 @@ import {
 } from './lib';
 
 const STEPS = 2;
+/**
+ * How often the database backends are sampled while ours runs. The sample is a query on
+ * the same 2 cores: at every 10 ms it took ~10 % of a core from ours alone (2.8 ms a query
+ * under load, by pg_stat_statements); every 50 ms still gives ~160 samples a round.
+ */
+const SAMPLE_MS = 50;
 
 /**
  * Resolves when the API's background start of a workflow id has returned. The bench hooks
@@ -180,7 +187,7 @@ async function cpuPerExecution(
 }
 
 /**
- * Samples what the benchmark database's client backends are doing every 10 ms: the share
+ * Samples what the benchmark database's client backends are doing every SAMPLE_MS: the share
  * of backend-samples per state and wait event, and which statements wait on locks.
  */
 function sampleBackends(databaseUrl: string) {
@@ -198,17 +205,18 @@ function sampleBackends(databaseUrl: string) {
     await client.connect();
     while (running) {
       const { rows } = await client.query<{ state: string; wait: string; query: string }>(
-        `select coalesce(state, '?') as state, coalesce(wait_event_type || ':' || wait_event, '') as wait, left(regexp_replace(query, '\\s+', ' ', 'g'), 70) as query
+        `select coalesce(state, '?') as state, coalesce(wait_event_type || ':' || wait_event, '') as wait, left(query, 200) as query
            from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend'`,
       );
       samples++;
+      const statement = (q: string) => q.replace(/\s+/g, ' ').slice(0, 70);
       for (const r of rows) {
         const key = r.state === 'active' ? `active ${r.wait || '(on CPU)'}` : r.state === 'idle' ? 'idle' : `${r.state} ${r.wait}`.trim();
         count(states, key);
-        if (r.wait.startsWith('Lock:')) count(lockWaiters, `${r.wait} ${r.query}`);
-        if (r.state === 'idle in transaction') count(idleAfter, r.query);
+        if (r.wait.startsWith('Lock:')) count(lockWaiters, `${r.wait} ${statement(r.query)}`);
+        if (r.state === 'idle in transaction') count(idleAfter, statement(r.query));
       }
-      await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setTimeout(r, SAMPLE_MS));
     }
     await client.end();
   })();
@@ -271,6 +279,7 @@ export async function run(args: string[]): Promise<void> {
   const n = arg(args, 'n', 200);
   const concurrency = arg(args, 'concurrency', 20);
   const rounds = arg(args, 'rounds', 3);
+  const warmup = arg(args, 'warmup', 40);
   const profileFile = optionArg(args, 'cpu-prof');
   const db = await benchDatabase();
   const temporal = await benchTemporal();
@@ -368,7 +377,8 @@ export async function run(args: string[]): Promise<void> {
       temporalStart.length = 0;
       const backends = sampleBackends(db.url);
       const poolWaits = split ? undefined : samplePool(orm);
-      const delay = monitorEventLoopDelay({ resolution: 1 });
+      // Node's default resolution: a 1 ms timer would be a load of its own on our worker's thread.
+      const delay = monitorEventLoopDelay({ resolution: 10 });
       delay.enable();
       const t0 = Date.now();
       let diagnostics: string[] = [];
@@ -418,6 +428,20 @@ export async function run(args: string[]): Promise<void> {
       }));
       return { rate: n / ((Date.now() - t1) / 1000), lat, cpuLine };
     };
+
+    // Not counted: the API process starts just before round 1, and its first messages pay
+    // for JIT compilation and opening pool connections (round 1 of ours used to run at
+    // half the later rounds' rate); bare warms up the same way for symmetry.
+    await pool(warmup, concurrency, async (i) => {
+      const res = await post('/v1/messages', { channel: 'whatsapp', customer_id: `bench-warmup-${i}`, message: 'bench please' });
+      const id = res.data.executions[0].id as string;
+      if (!split) await starts.until(executionWorkflowId(id));
+      await untilClosed(services.temporal.client, executionWorkflowId(id));
+    });
+    await pool(warmup, concurrency, (i) =>
+      services.temporal.client.workflow.execute('bareStepsWorkflow', { taskQueue: bareQueue, workflowId: `bench-bare-${suffix}-warmup-${i}`, args: [STEPS] }),
+    );
+    log(`warm-up: ${warmup} executions of each side, not counted`);
 
     const oursRounds: OursRound[] = [];
     const bareRounds: Array<{ rate: number; lat: number[]; cpuLine: string }> = [];
