@@ -12,70 +12,24 @@
  * - a cancel that lands while the first node's message is being sent (its Temporal cancel
  *   lost): the next node is never sent.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { temporal } from '@temporalio/proto';
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
+import { type ChannelProvider, startChannelProvider } from '../helpers/channel-provider';
 import { startTestWorker, type TestWorker } from '../helpers/temporal';
 import { createActiveWorkflow, waitFor, waitForExecution } from './helpers';
 
 jest.setTimeout(120_000);
 
-interface Sent {
-  text: string;
-  idempotencyKey: string;
-  status: number;
-}
-
-/** A channel provider: 200, except the answers queued per text (`answers`), and texts held until released. */
-async function startProvider() {
-  const sent: Sent[] = [];
-  /** Texts as they arrive, before any hold. */
-  const arrived: string[] = [];
-  const answers = new Map<string, number[]>();
-  const hold = new Map<string, Promise<void>>();
-  const server = http.createServer((req, res) => {
-    let raw = '';
-    req.on('data', (c) => (raw += c));
-    req.on('end', async () => {
-      const { text } = JSON.parse(raw) as { text: string };
-      arrived.push(text);
-      await hold.get(text);
-      const status = answers.get(text)?.shift() ?? 200;
-      sent.push({ text, idempotencyKey: String(req.headers['idempotency-key']), status });
-      res.writeHead(status, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const releases: Array<() => void> = [];
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/send`,
-    sent,
-    arrived,
-    answer: (text: string, ...statuses: number[]) => answers.set(text, statuses),
-    holdText(text: string) {
-      let release!: () => void;
-      hold.set(text, new Promise<void>((r) => (release = r)));
-      releases.push(release);
-      return release;
-    },
-    close() {
-      for (const r of releases) r();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
 describe('runs of message nodes', () => {
-  let provider: Awaited<ReturnType<typeof startProvider>>;
+  let provider: ChannelProvider;
   let t: TestApp;
   let lost: TestApp;
   let worker: TestWorker;
   let key: string;
 
   beforeAll(async () => {
-    provider = await startProvider();
+    provider = await startChannelProvider();
     t = await createTestApp({ CHANNEL_PROVIDER_URL: provider.url });
     // Same database, another namespace: its Temporal cancels never reach the run.
     lost = await createTestApp({ DATABASE_URL: t.databaseUrl, TEMPORAL_NAMESPACE: 'wfa-test-nowhere', CHANNEL_PROVIDER_URL: provider.url });

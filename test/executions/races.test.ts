@@ -14,49 +14,17 @@
  * whose client points at another namespace: its signals and cancels are lost, as when
  * Temporal is unreachable at that moment.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { reconcileOnce } from '../../src/modules/executions/execution.reconciler';
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
+import { type ChannelProvider, startChannelProvider } from '../helpers/channel-provider';
 import { startTestWorker, type TestWorker } from '../helpers/temporal';
 import { createActiveWorkflow, waitFor, waitForExecution } from './helpers';
 
 jest.setTimeout(120_000);
 
-/** A channel provider that answers 200, except that texts in `hold` wait until released. */
-async function startProvider() {
-  const texts: string[] = [];
-  const hold = new Map<string, { promise: Promise<void>; release: () => void }>();
-  const server = http.createServer((req, res) => {
-    let raw = '';
-    req.on('data', (c) => (raw += c));
-    req.on('end', async () => {
-      const body = JSON.parse(raw) as { text: string };
-      texts.push(body.text);
-      await hold.get(body.text)?.promise;
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/send`,
-    texts,
-    holdText(text: string) {
-      let release!: () => void;
-      const promise = new Promise<void>((r) => (release = r));
-      hold.set(text, { promise, release });
-      return release;
-    },
-    close() {
-      for (const h of hold.values()) h.release();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
 describe('races around a running execution', () => {
-  let provider: Awaited<ReturnType<typeof startProvider>>;
+  let provider: ChannelProvider;
   let t: TestApp;
   let lost: TestApp;
   let worker: TestWorker;
@@ -65,7 +33,7 @@ describe('races around a running execution', () => {
   const startWorker = () => startTestWorker({ taskQueue: t.config.TEMPORAL_TASK_QUEUE, activities: createActivities({ services: t.services }) });
 
   beforeAll(async () => {
-    provider = await startProvider();
+    provider = await startChannelProvider();
     t = await createTestApp({ CHANNEL_PROVIDER_URL: provider.url });
     lost = await createTestApp({ DATABASE_URL: t.databaseUrl, TEMPORAL_NAMESPACE: 'wfa-test-nowhere', CHANNEL_PROVIDER_URL: provider.url });
     worker = await startWorker();
@@ -98,7 +66,7 @@ describe('races around a running execution', () => {
     const started = await send(t, { channel: 'instagram', customer_id: 'q-1', message: 'I want a quote' });
     const executionId = started.body.data.executions[0].id as string;
     // The prompt is at the provider and not answered yet: the send is in flight.
-    await waitFor(async () => (provider.texts.includes('Who is the quote for?') ? true : undefined), 'the prompt send to reach the provider');
+    await waitFor(async () => (provider.arrived.includes('Who is the quote for?') ? true : undefined), 'the prompt send to reach the provider');
     expect(await outbound(executionId)).toEqual([]);
 
     // The reply even matches the trigger keyword; it still belongs to the form.
@@ -211,7 +179,7 @@ describe('races around a running execution', () => {
     expect(closed).toEqual(['CANCELLED', 'COMPLETED']);
     expect(await t.services.temporal.client.workflow.getHandle(ids[1]!).result()).toMatchObject({ status: 'cancelled' });
 
-    expect(provider.texts).not.toContain('Signed up (must never be sent).');
+    expect(provider.arrived).not.toContain('Signed up (must never be sent).');
     for (const id of ids) {
       const d = await waitForExecution(t, key, workflowId, id, 'cancelled');
       expect(d.steps).toEqual([]);
