@@ -153,22 +153,27 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
     }
   };
 
-  /** Sends `text` as the node's message and records the node's step, once; says whether the execution still runs. */
+  /**
+   * Sends `text` as the node's message and records the node's step, once (with `completion`,
+   * the sink may complete the execution in the same write); says whether the execution still runs.
+   */
   const sendAndRecord = async (
     ctx: ExecutionContext,
     step: { nodeId: string; type: string; startedAt: number; input: Record<string, unknown>; output: Record<string, unknown> },
     text: string,
+    completion?: RunCompletion,
   ) => {
     const msg = { dedupeKey: `${ctx.executionId}:${step.nodeId}`, nodeId: step.nodeId, text };
     await deliver(ctx, msg);
-    return await sink.recordSentStep(ctx, msg, { ...step, status: 'completed', startedAt: new Date(step.startedAt) });
+    return await sink.recordSentStep(ctx, msg, { ...step, status: 'completed', startedAt: new Date(step.startedAt) }, completion);
   };
 
-  const sendMessageNode = async (ctx: ExecutionContext, node: MessageNodeSpec, startedAt: number) =>
+  const sendMessageNode = async (ctx: ExecutionContext, node: MessageNodeSpec, startedAt: number, completion?: RunCompletion) =>
     await sendAndRecord(
       ctx,
       { nodeId: node.id, type: 'message', startedAt, input: { content: node.content }, output: { message_sent: node.content } },
       node.content,
+      completion,
     );
 
   /** Records the failed step (if a node failed) and the final status, once; false when the row was final already. */
@@ -182,10 +187,11 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
       ...(completion.errorMessage ? { errorMessage: completion.errorMessage } : {}),
     };
     const finished = await sink.complete(ctx, completion, step);
-    // Crash tests die here: the finish is committed, Temporal has not recorded it, so it runs again.
-    failpoint(services.config, 'execution.after_finish');
+    afterFinish();
     return finished;
   };
+  // Crash tests die here: the finish is committed, Temporal has not recorded it, so it runs again.
+  const afterFinish = () => failpoint(services.config, 'execution.after_finish');
 
   const impl = {
     async runMessageNode({ ctx, node, startedAt }: NodeActivityInput<MessageNodeSpec>): Promise<{ message_sent: string }> {
@@ -211,23 +217,29 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
       const sent: string[] = [];
       try {
         const state = await sink.stepsState(ctx, nodes.map((n) => n.id));
+        const success = (response: string | null): RunCompletion => ({ status: 'success', output: { response, ...finishOutput } });
         let running = state.running;
-        for (const node of nodes) {
+        let completed = false;
+        for (const [i, node] of nodes.entries()) {
           const done = state.outputs.get(node.id);
           if (done) {
             sent.push((done as { message_sent: string }).message_sent);
             continue;
           }
           if (!running) return { sent, stopped: true };
+          // The execution's last node completes it in the same write (one commit less).
+          const completion = finishOutput !== undefined && i === nodes.length - 1 ? success(node.content) : undefined;
           // Workflow time for every node, as node-by-node local activities in one task had:
           // a wall-clock start would sort a later form (workflow time) before these steps.
-          const r = await sendMessageNode(ctx, node, startedAt);
+          const r = await sendMessageNode(ctx, node, startedAt, completion);
           sent.push((r.output as { message_sent: string }).message_sent);
           running = r.running;
+          completed = r.completed;
         }
         if (finishOutput === undefined) return { sent };
         // Not running any more (cancelled after the last send): the completion is a no-op, as the workflow's own would be.
-        await complete(ctx, { status: 'success', output: { response: sent.at(-1) ?? null, ...finishOutput } });
+        if (completed) afterFinish();
+        else await complete(ctx, success(sent.at(-1) ?? null));
         return { sent, finished: true };
       } catch (err) {
         if (err instanceof ApplicationFailure && err.type === ExecutionErrorTypes.api) return { sent, rejected: err.message };

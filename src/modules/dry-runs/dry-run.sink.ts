@@ -76,7 +76,8 @@ export function dryRunExecutionSink(services: Services): ExecutionSink {
         await insertMessage(tx as EntityManager, ctx, msg);
         await insertStep(tx as EntityManager, ctx, step);
       });
-      return { output: (await stepOutputs(em(), ctx, [step.nodeId])).get(step.nodeId) ?? step.output, running: true };
+      // A dry run's completion is its own write (`complete`): never done here.
+      return { output: (await stepOutputs(em(), ctx, [step.nodeId])).get(step.nodeId) ?? step.output, running: true, completed: false };
     },
 
     // No customer message can claim a dry run's prompt: its replies are the recorded ones.

@@ -52,9 +52,16 @@ export interface ExecutionSink {
   /**
    * Records a sent node message and the node's completed step, once; returns the step's
    * stored output, and whether the execution still ran as it was written (what the next
-   * node of a run checks before sending).
+   * node of a run checks before sending). With `completion` (the execution's last node) the
+   * sink may complete the execution in the same write: `completed` says it did (or found it
+   * final already); otherwise the caller completes it.
    */
-  recordSentStep(ctx: ExecutionContext, msg: SinkMessage, step: StepRecord): Promise<{ output: Record<string, unknown>; running: boolean }>;
+  recordSentStep(
+    ctx: ExecutionContext,
+    msg: SinkMessage,
+    step: StepRecord,
+    completion?: RunCompletion,
+  ): Promise<{ output: Record<string, unknown>; running: boolean; completed: boolean }>;
   /** Opens the wait of a form prompt (before the prompt is sent). */
   openWait(ctx: ExecutionContext, w: { nodeId: string; field: string; waitKey: string }): Promise<OpenWaitResult>;
   /** Records a sent form prompt in the transcript, once. */
@@ -65,6 +72,13 @@ export interface ExecutionSink {
   recordFormStep(ctx: ExecutionContext, step: StepRecord): Promise<'recorded' | 'not_running'>;
   /** Records the failed step (if any) and the final status, once; false when already finished. */
   complete(ctx: ExecutionContext, completion: RunCompletion, failedStep?: StepRecord): Promise<boolean>;
+}
+
+/** Only a dry run runs out of recorded replies; a live form waits (and times out) instead. */
+function finalCompletion(ctx: ExecutionContext, completion: RunCompletion): Completion {
+  const { status } = completion;
+  if (status === 'waiting_for_input') throw new Error(`execution ${ctx.executionId}: waiting_for_input is not a final status`);
+  return { ...completion, status };
 }
 
 /** Real delivery and the real records: what every execution of a customer's conversation uses. */
@@ -101,9 +115,9 @@ export function liveExecutionSink(services: Services): ExecutionSink {
       });
     },
 
-    async recordSentStep(ctx, msg, step) {
-      const r = await recordSentStep(hot, ctx, msg, step);
-      return { output: r.inserted ? step.output : (r.earlierOutput ?? step.output), running: r.status === 'running' };
+    async recordSentStep(ctx, msg, step, completion) {
+      const r = await recordSentStep(hot, ctx, msg, step, completion && finalCompletion(ctx, completion));
+      return { output: r.inserted ? step.output : (r.earlierOutput ?? step.output), running: r.status === 'running', completed: completion !== undefined };
     },
 
     async openWait(ctx, w) {
@@ -130,10 +144,8 @@ export function liveExecutionSink(services: Services): ExecutionSink {
     },
 
     async complete(ctx, completion, failedStep) {
-      const { status } = completion;
-      // Only a dry run runs out of recorded replies; a live form waits (and times out) instead.
-      if (status === 'waiting_for_input') throw new Error(`execution ${ctx.executionId}: waiting_for_input is not a final status`);
-      const finish = (e: SqlRunner) => finishExecution(e, ctx.executionId, { ...completion, status });
+      const final = finalCompletion(ctx, completion);
+      const finish = (e: SqlRunner) => finishExecution(e, ctx.executionId, final);
       if (!failedStep) return await finish(hot);
       return await em().transactional(async (tx) => {
         await insertStep(tx as EntityManager, ctx, failedStep);

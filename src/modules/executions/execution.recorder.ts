@@ -121,7 +121,7 @@ export interface SentStepResult {
   /** False when an earlier attempt recorded the step: then `earlierOutput` is what it stored. */
   inserted: boolean;
   earlierOutput: Record<string, unknown> | undefined;
-  /** The execution's status as the statement began: a cancel since the send stops the next one. */
+  /** The execution's status as the statement began (before its own completion, if it had one): a cancel since the send stops the next one. */
   status: ExecutionStatus | null;
 }
 
@@ -130,18 +130,27 @@ export interface SentStepResult {
  * statement: atomic without a transaction, one round trip instead of five (BEGIN, message,
  * step, event, COMMIT) on every message an execution sends. The same statement reads what
  * the next node needs to know (the step an earlier attempt stored, the execution's status),
- * so a run of message nodes reads nothing between two of them.
+ * so a run of message nodes reads nothing between two of them. With `completion` it also
+ * finishes the execution, as `finishExecution` would (a no-op on a row no longer running).
  */
-export async function recordSentStep(em: SqlRunner, ctx: ExecutionContext, msg: { dedupeKey: string; nodeId: string; text: string }, step: StepRecord): Promise<SentStepResult> {
+export async function recordSentStep(
+  em: SqlRunner,
+  ctx: ExecutionContext,
+  msg: { dedupeKey: string; nodeId: string; text: string },
+  step: StepRecord,
+  completion?: Completion,
+): Promise<SentStepResult> {
   // Without a customer there is no transcript to write: the step alone.
   const writes = hasCustomer(ctx) ? outboundMessageWrites(ctx, msg) : undefined;
   const insert = stepInsert(ctx, step);
+  // The last node of an execution may also finish it here: one commit instead of two.
+  const finish = completion ? finishWrites(ctx.executionId, completion) : undefined;
   const [row] = await em.execute<Array<{ inserted: boolean; earlier: Record<string, unknown> | null; status: ExecutionStatus | null }>>(
-    `with ${writes ? `${writes.sql}, ` : ''}step as (${insert.sql})
+    `with ${writes ? `${writes.sql}, ` : ''}step as (${insert.sql})${finish ? `, ${finish.sql}` : ''}
      select exists (select 1 from step) as inserted,
             (select output from execution_steps where execution_id = ? and node_id = ?) as earlier,
             (select status from executions where id = ?) as status`,
-    [...(writes?.bindings ?? []), ...insert.bindings, ctx.executionId, step.nodeId, ctx.executionId],
+    [...(writes?.bindings ?? []), ...insert.bindings, ...(finish?.bindings ?? []), ctx.executionId, step.nodeId, ctx.executionId],
   );
   return { inserted: row!.inserted, earlierOutput: row!.earlier ?? undefined, status: row!.status };
 }
@@ -228,10 +237,17 @@ export interface Completion {
  * A no-op (returns false) when the execution already finished.
  */
 export async function finishExecution(em: SqlRunner, executionId: string, c: Completion): Promise<boolean> {
+  const finish = finishWrites(executionId, c);
+  const rows = await em.execute<Array<{ id: string }>>(`with ${finish.sql} select id from e`, finish.bindings);
+  return rows.length > 0;
+}
+
+/** `finishExecution`'s data-modifying parts (`e`: the execution when it was still running; its events), for one statement with others. */
+function finishWrites(executionId: string, c: Completion): { sql: string; bindings: unknown[] } {
   // The event data is `workflowEventData` (execution.starter.ts) built from the updated row,
   // plus the error fields for workflow.failed.
-  const rows = await em.execute<Array<{ id: string }>>(
-    `with e as (
+  return {
+    sql: `e as (
        update executions
           set status = ?, output = ?::jsonb, error_type = ?, error_message = ?, waiting_node_id = null, waiting_key = null,
               completed_at = clock_timestamp(),
@@ -245,9 +261,8 @@ export async function finishExecution(em: SqlRunner, executionId: string, c: Com
        select ?, organization_id, ?, data, completed_at from e
        union all
        select ?, organization_id, ?, data || ?::jsonb, completed_at from e where ? = 'failed'
-     )
-     select id from e`,
-    [
+     )`,
+    bindings: [
       c.status,
       c.output === null ? null : JSON.stringify(c.output),
       c.errorType ?? null,
@@ -260,6 +275,5 @@ export async function finishExecution(em: SqlRunner, executionId: string, c: Com
       JSON.stringify({ error_type: c.errorType ?? null, error_message: c.errorMessage ?? null }),
       c.status,
     ],
-  );
-  return rows.length > 0;
+  };
 }
