@@ -81,16 +81,8 @@ export async function run(args: string[]) {
 
   const pool = new Pool({ connectionString: db.url, max: config.DATABASE_POOL_MAX });
   const floorApp = new Koa();
-  // The same answer's data: the row and its counters, which live in their shards since
-  // Migration20261130000100_sharded_workflow_counters (before it, `select *` had them).
   floorApp.use(async (ctx) => {
-    const { rows } = await pool.query(
-      `select w.*, c.* from workflows w
-         left join lateral (select sum(execution_count)::int as execution_count, sum(success_count)::int as success_count, sum(failure_count)::int as failure_count
-                              from workflow_counters where workflow_id = w.id) c on true
-        where w.id = $1 and w.deleted_at is null`,
-      [wf.id],
-    );
+    const { rows } = await pool.query('select * from workflows where id = $1 and deleted_at is null', [wf.id]);
     ctx.body = { data: rows[0] };
   });
   const ceilingApp = new Koa();

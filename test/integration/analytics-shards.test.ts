@@ -2,8 +2,7 @@
  * Rollup rows committed by concurrent transactions: each transaction adds to a shard of the
  * key that no other holds (Migration20261129000100_sharded_rollups), so none waits for
  * another, and every reader sums the shards: the API answers as if there were one row, and
- * `analytics_rebuild()` folds them into one row with the same sums. The workflow's own
- * counters are sharded the same way (Migration20261130000100_sharded_workflow_counters).
+ * `analytics_rebuild()` folds them into one row with the same sums.
  */
 import { Client } from 'pg';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
@@ -135,42 +134,5 @@ describe('sharded analytics rollups', () => {
     expect(withoutRows(after)).toEqual(withoutRows(before));
     expect(after[0]).toMatchObject({ started: 4, succeeded: 3, failed: 1, timeouts: 1, duration: 605, steps: 4 });
     expect(Object.values((after[0] as { hist: Record<string, number> }).hist)).toEqual([1, 1, 1, 1]);
-  });
-
-  it("a workflow's counters: three transactions holding them at once write three shards; detail and list sum them", async () => {
-    const res = await t.request.post('/v1/workflows').set(bearer(key)).send({ name: 'Counted', channel: 'whatsapp' });
-    const counted = res.body.data.id as string;
-    const counters = () => t.query(`select shard, execution_count, success_count, failure_count from workflow_counters where workflow_id = ? order by shard`, [counted]);
-    const insert = (id: string): [string, unknown[]] => [
-      `insert into executions (id, organization_id, workflow_id, revision, channel, status, started_at, temporal_started_at)
-       values ($1, $2, $3, 1, 'whatsapp', 'running', now(), now())`,
-      [id, org, counted],
-    ];
-    // No row before the first execution; the first one writes shard 0.
-    expect(await counters()).toEqual([]);
-    await clients[0]!.query(...insert('exec_counted_first'));
-    expect(await counters()).toEqual([{ shard: 0, execution_count: 1, success_count: 0, failure_count: 0 }]);
-
-    await concurrently('executions_counters_insert', (i) => insert(`exec_counted${i}`));
-    expect(await counters()).toEqual([
-      { shard: 0, execution_count: 2, success_count: 0, failure_count: 0 },
-      { shard: 1, execution_count: 1, success_count: 0, failure_count: 0 },
-      { shard: 2, execution_count: 1, success_count: 0, failure_count: 0 },
-    ]);
-    // Two succeed and one fails, at once: each finish adds to whichever shard is free.
-    await concurrently('executions_counters_update', (i) => [
-      `update executions set status = $2, completed_at = now(), duration_ms = 10 where id = $1`,
-      [`exec_counted${i}`, i === 2 ? 'failed' : 'success'],
-    ]);
-    expect(await t.query(`select sum(execution_count)::int as e, sum(success_count)::int as s, sum(failure_count)::int as f from workflow_counters where workflow_id = ?`, [counted])).toEqual([
-      { e: 4, s: 2, f: 1 },
-    ]);
-
-    const detail = await t.request.get(`/v1/workflows/${counted}`).set(bearer(key));
-    expect(detail.body.data).toMatchObject({ execution_count: 4, success_rate: 0.6667 });
-    const list = await t.request.get('/v1/workflows').set(bearer(key));
-    expect(list.body.data.find((w: { id: string }) => w.id === counted)).toMatchObject({ execution_count: 4, success_rate: 0.6667 });
-    // The rollups' workflow: its four executions, committed one and three at a time.
-    expect(list.body.data.find((w: { id: string }) => w.id === wf)).toMatchObject({ execution_count: 4, success_rate: 0.75 });
   });
 });

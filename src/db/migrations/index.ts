@@ -22,7 +22,6 @@ import { Migration20261127000100_deferred_rollups } from './Migration20261127000
 import { Migration20261128000100_deferred_counters } from './Migration20261128000100_deferred_counters';
 import { Migration20261129000100_sharded_rollups } from './Migration20261129000100_sharded_rollups';
 import { Migration20261129000200_throttled_event_notify } from './Migration20261129000200_throttled_event_notify';
-import { Migration20261130000100_sharded_workflow_counters } from './Migration20261130000100_sharded_workflow_counters';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -45,5 +44,4 @@ export const migrationsList = [
   { name: 'Migration20261128000100_deferred_counters', class: Migration20261128000100_deferred_counters },
   { name: 'Migration20261129000100_sharded_rollups', class: Migration20261129000100_sharded_rollups },
   { name: 'Migration20261129000200_throttled_event_notify', class: Migration20261129000200_throttled_event_notify },
-  { name: 'Migration20261130000100_sharded_workflow_counters', class: Migration20261130000100_sharded_workflow_counters },
 ];

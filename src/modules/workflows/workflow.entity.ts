@@ -3,7 +3,7 @@
  * configuration change also writes an immutable revision, so an execution runs on the
  * revision it started with while the workflow is edited.
  */
-import { EntitySchema, type FormulaTable, OptionalProps } from '@mikro-orm/core';
+import { EntitySchema, OptionalProps } from '@mikro-orm/core';
 import type { WorkflowConfiguration } from './workflow.schemas';
 
 export const WORKFLOW_STATUSES = ['draft', 'active', 'inactive'] as const;
@@ -20,10 +20,7 @@ export class Workflow {
   /** Null until the first configuration is given; activation requires one. */
   configuration: WorkflowConfiguration | null = null;
   revision = 0;
-  /**
-   * Counters kept at each commit that starts or finishes an execution (a deferred trigger),
-   * in the workflow's `workflow_counters` shards, so lists never aggregate executions.
-   */
+  /** Counters kept by the execution recorder, so lists never aggregate executions. */
   executionCount = 0;
   successCount = 0;
   failureCount = 0;
@@ -34,10 +31,6 @@ export class Workflow {
   /** Soft delete: executions keep pointing at it and its name becomes free again. */
   deletedAt: Date | null = null;
 }
-
-/** A counter as the sum of the workflow's shards (Migration20261130000100_sharded_workflow_counters): read-only. */
-const counterSum = (column: 'execution_count' | 'success_count' | 'failure_count') => (table: FormulaTable) =>
-  `(select coalesce(sum(c.${column}), 0)::int from workflow_counters c where c.workflow_id = ${table.alias}.id)`;
 
 export const WorkflowSchema = new EntitySchema<Workflow>({
   class: Workflow,
@@ -51,9 +44,9 @@ export const WorkflowSchema = new EntitySchema<Workflow>({
     channel: { type: 'string' },
     configuration: { type: 'json', nullable: true },
     revision: { type: 'integer' },
-    executionCount: { type: 'integer', formula: counterSum('execution_count') },
-    successCount: { type: 'integer', formula: counterSum('success_count') },
-    failureCount: { type: 'integer', formula: counterSum('failure_count') },
+    executionCount: { type: 'integer', fieldName: 'execution_count' },
+    successCount: { type: 'integer', fieldName: 'success_count' },
+    failureCount: { type: 'integer', fieldName: 'failure_count' },
     createdAt: { type: 'Date', fieldName: 'created_at' },
     updatedAt: { type: 'Date', fieldName: 'updated_at' },
     activatedAt: { type: 'Date', fieldName: 'activated_at', nullable: true },

@@ -52,13 +52,8 @@ interface WorkflowDetailRow {
  */
 const READ_WORKFLOW = {
   name: 'workflows.read',
-  text: `select w.id, w.name, w.description, w.status, w.channel, w.configuration, w.revision,
-                coalesce(c.execution_count, 0)::int as execution_count, coalesce(c.success_count, 0)::int as success_count,
-                coalesce(c.failure_count, 0)::int as failure_count, w.created_at, w.updated_at
-           from workflows w
-           left join lateral (select sum(execution_count) as execution_count, sum(success_count) as success_count, sum(failure_count) as failure_count
-                                from workflow_counters where workflow_id = w.id) c on true
-          where w.id = $1 and w.organization_id = $2 and w.deleted_at is null`,
+  text: `select id, name, description, status, channel, configuration, revision, execution_count, success_count, failure_count, created_at, updated_at
+           from workflows where id = $1 and organization_id = $2 and deleted_at is null`,
 };
 
 const workflowNotFound = () => notFound('WORKFLOW_NOT_FOUND', 'Workflow');
