@@ -1,6 +1,7 @@
 /**
  * Owns the execution activities: one activity per node (it delivers, and records the step
- * in the same transaction as the transcript row and the message.sent event), the form
+ * in the same statement as the transcript row and the message.sent event), one for a run
+ * of message nodes (`runMessageRun`, each node as `runMessageNode` does it), the form
  * prompt (which opens the wait for the reply BEFORE sending, so a reply racing the send
  * still finds the execution), the closing of a wait whose timeout fired, and the
  * completion. Each one first looks for what an earlier attempt already recorded, so a

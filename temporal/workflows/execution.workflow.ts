@@ -101,12 +101,12 @@ function messageRunActivities(nodes: number, prefix: string) {
   return renamed(proxyLocalActivities<ExecutionActivities>({ startToCloseTimeout: 10_000 * nodes, retry: { maximumAttempts: 1 } }), prefix);
 }
 
+const nextNode = (node: ExecutionNodeSpec, byId: Map<string, ExecutionNodeSpec>) => (node.next === undefined ? undefined : byId.get(node.next));
+
 /** The message nodes from `first` on, up to the first node of another type or the end. */
 function messageRunFrom(first: MessageNodeSpec, byId: Map<string, ExecutionNodeSpec>): MessageNodeSpec[] {
   const run = [first];
-  for (let n = first.next === undefined ? undefined : byId.get(first.next); n?.type === 'message'; n = n.next === undefined ? undefined : byId.get(n.next)) {
-    run.push(n);
-  }
+  for (let n = nextNode(first, byId); n?.type === 'message'; n = nextNode(n, byId)) run.push(n);
   return run;
 }
 
@@ -278,7 +278,6 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
   });
   const withoutResponse = ({ response: _response, ...rest }: Record<string, unknown>) => rest;
 
-  const nextOf = (node: ExecutionNodeSpec) => (node.next === undefined ? undefined : byId.get(node.next));
 
   /**
    * Runs the message nodes from `first` on as one local activity; returns the node to go
@@ -308,7 +307,7 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
     if (result.stopped) throw new ExecutionStopped();
     if (result.finished) return { finished: true };
     const stoppedAt = run[result.sent.length];
-    if (stoppedAt === undefined) return { next: nextOf(last), alone: false };
+    if (stoppedAt === undefined) return { next: nextNode(last, byId), alone: false };
     if (result.rejected !== undefined) throw new NodeFailure(stoppedAt, startedAt, 'api_error', result.rejected);
     return { next: stoppedAt, alone: true };
   };
@@ -322,20 +321,20 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
       progress.nodeId = current.id;
       const startedAt = Date.now();
       try {
-        if (node.type === 'message' && !alone && messageRuns) {
-          const went = await runMessages(node, startedAt);
+        if (current.type === 'message' && !alone && messageRuns) {
+          const went = await runMessages(current, startedAt);
           if ('finished' in went) return { status: 'success', output: output('end') };
           ({ next: node, alone } = went);
           continue;
         }
-        if (node.type === 'message') {
+        if (current.type === 'message') {
           // Version 2 runs never consult the patch: they get here only for a node a run stopped at.
           const acts = messageRuns || patched(MESSAGE_NODES_LOCAL) ? localNodeActs : nodeActs;
-          lastResponse = (await acts.runMessageNode({ ctx, node, startedAt })).message_sent;
-        } else if (node.type === 'ai_response') {
-          lastResponse = (await aiActs.runAiResponseNode({ ctx, node, startedAt, question: lastCustomerText })).response;
+          lastResponse = (await acts.runMessageNode({ ctx, node: current, startedAt })).message_sent;
+        } else if (current.type === 'ai_response') {
+          lastResponse = (await aiActs.runAiResponseNode({ ctx, node: current, startedAt, question: lastCustomerText })).response;
         } else {
-          await collectForm(node, startedAt);
+          await collectForm(current, startedAt);
         }
       } catch (err) {
         if (isCancellation(err) || err instanceof NodeFailure || err instanceof RepliesExhausted || err instanceof ExecutionStopped) throw err;
@@ -345,7 +344,7 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
       }
       progress.stepsCompleted++;
       alone = false;
-      node = nextOf(current);
+      node = nextNode(current, byId);
     }
   } catch (err) {
     if (isCancellation(err)) {
