@@ -369,7 +369,29 @@ export async function run(args: string[]): Promise<void> {
     const temporalPid = temporalServerPid(temporal.address);
     log(`executions benchmark: n=${n} concurrency=${concurrency} steps=${STEPS} rounds=${rounds} topology=${split ? 'split (API process + worker process)' : 'single process'} temporal=${temporal.address}`);
 
-    // Ours: message in → execution closed (its completion committed in PostgreSQL first).
+    /**
+     * One of ours: message in → execution closed (its completion committed in PostgreSQL
+     * first). Returns when the API answered (ms after `sent`) and whether the run completed.
+     */
+    const oneOurs = async (customer: string): Promise<{ acceptedMs: number; completed: boolean }> => {
+      const sent = performance.now();
+      const res = await post('/v1/messages', { channel: 'whatsapp', customer_id: customer, message: 'bench please' });
+      const id = res.data.executions[0].id as string;
+      const acceptedMs = performance.now() - sent;
+      // The API answers at commit and starts the run right after: wait for that start.
+      if (!split) await starts.until(executionWorkflowId(id));
+      return { acceptedMs, completed: await untilClosed(services.temporal.client, executionWorkflowId(id)) };
+    };
+    /** One bare Temporal workflow of STEPS no-op activities, to its result. */
+    const oneBare = (workflowId: string) =>
+      services.temporal.client.workflow.execute('bareStepsWorkflow', {
+        taskQueue: bareQueue,
+        workflowId,
+        args: [STEPS],
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        workflowIdConflictPolicy: 'FAIL',
+      });
+
     const runOurs = async (round: number): Promise<OursRound> => {
       const e2e: number[] = [];
       const accept: number[] = [];
@@ -388,12 +410,9 @@ export async function run(args: string[]): Promise<void> {
           cpuProfile(round === 0 ? profileFile : undefined, () =>
           pool(n, concurrency, async (i) => {
             const sent = performance.now();
-            const res = await post('/v1/messages', { channel: 'whatsapp', customer_id: `bench-${round}-${i}`, message: 'bench please' });
-            const id = res.data.executions[0].id as string;
-            accept.push(performance.now() - sent);
-            // The API answers at commit and starts the run right after: wait for that start.
-            if (!split) await starts.until(executionWorkflowId(id));
-            if (!(await untilClosed(services.temporal.client, executionWorkflowId(id)))) runFailures++;
+            const { acceptedMs, completed } = await oneOurs(`bench-${round}-${i}`);
+            accept.push(acceptedMs);
+            if (!completed) runFailures++;
             e2e.push(performance.now() - sent);
           }),
         ));
@@ -417,13 +436,7 @@ export async function run(args: string[]): Promise<void> {
       const t1 = Date.now();
       const cpuLine = await cpuPerExecution({ ...(temporalPid ? { temporal: temporalPid } : {}), databaseUrl: db.url }, n, () => pool(n, concurrency, async (i) => {
         const started = performance.now();
-        await services.temporal.client.workflow.execute('bareStepsWorkflow', {
-          taskQueue: bareQueue,
-          workflowId: `bench-bare-${suffix}-${round}-${i}`,
-          args: [STEPS],
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-          workflowIdConflictPolicy: 'FAIL',
-        });
+        await oneBare(`bench-bare-${suffix}-${round}-${i}`);
         lat.push(performance.now() - started);
       }));
       return { rate: n / ((Date.now() - t1) / 1000), lat, cpuLine };
@@ -432,15 +445,8 @@ export async function run(args: string[]): Promise<void> {
     // Not counted: the API process starts just before round 1, and its first messages pay
     // for JIT compilation and opening pool connections (round 1 of ours used to run at
     // half the later rounds' rate); bare warms up the same way for symmetry.
-    await pool(warmup, concurrency, async (i) => {
-      const res = await post('/v1/messages', { channel: 'whatsapp', customer_id: `bench-warmup-${i}`, message: 'bench please' });
-      const id = res.data.executions[0].id as string;
-      if (!split) await starts.until(executionWorkflowId(id));
-      await untilClosed(services.temporal.client, executionWorkflowId(id));
-    });
-    await pool(warmup, concurrency, (i) =>
-      services.temporal.client.workflow.execute('bareStepsWorkflow', { taskQueue: bareQueue, workflowId: `bench-bare-${suffix}-warmup-${i}`, args: [STEPS] }),
-    );
+    await pool(warmup, concurrency, async (i) => void (await oneOurs(`bench-warmup-${i}`)));
+    await pool(warmup, concurrency, async (i) => void (await oneBare(`bench-bare-${suffix}-warmup-${i}`)));
     log(`warm-up: ${warmup} executions of each side, not counted`);
 
     const oursRounds: OursRound[] = [];

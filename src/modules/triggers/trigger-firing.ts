@@ -25,8 +25,8 @@ import { TriggerExecution } from './trigger.entity';
 import type { MessageTriggerConfig } from './trigger.schemas';
 import { transactionalRetrying } from '../../db/transaction';
 
+/** An inbound message, as a message trigger matches it. */
 export interface MessageMatchQuery {
-  organizationId: string;
   channel: string;
   text: string;
   language?: string;
@@ -69,10 +69,7 @@ export function languageMatches(triggerLanguage: string | undefined, messageLang
  * exact_match), language (when both sides carry one) and channel (`configuration.channel`,
  * else the trigger's channel).
  */
-export function messageTriggerMatches(
-  t: { channel: string | null; configuration: MessageTriggerConfig },
-  q: { channel: string; text: string; language?: string },
-): boolean {
+export function messageTriggerMatches(t: { channel: string | null; configuration: MessageTriggerConfig }, q: MessageMatchQuery): boolean {
   const config = t.configuration;
   return (config.channel ?? t.channel) === q.channel && languageMatches(config.language, q.language) && messageMatches(config, q.text);
 }
@@ -191,9 +188,8 @@ function addFiring(
   failure: DomainError | null,
 ): TriggerExecution {
   const { now } = fired;
-  const id = newId('triggerExecution');
   const te = tx.create(TriggerExecution, {
-    id,
+    id: newId('triggerExecution'),
     organizationId: req.organizationId,
     triggerId: req.triggerId,
     workflowId: fired.workflow_id,
@@ -215,7 +211,7 @@ function addFiring(
     occurredAt: now,
     data: firingEventData({
       triggerId: req.triggerId,
-      firingId: id,
+      firingId: te.id,
       type: fired.type,
       workflowId: fired.workflow_id,
       channel: req.channel,
