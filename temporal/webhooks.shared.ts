@@ -20,13 +20,18 @@ export interface WebhookRetryPolicyInput {
   retry_delay_ms: number;
 }
 
-/** The webhook's retry_policy as a Temporal activity RetryPolicy. */
-export function buildDeliveryRetryPolicy(p: WebhookRetryPolicyInput): RetryPolicy {
+/**
+ * The webhook's retry_policy as a Temporal activity RetryPolicy, for the attempts left after
+ * `attemptsMade` (the workflow's own local first attempt): the schedule continues where
+ * those left it, so the activity's first retry waits the policy's delay of retry
+ * `attemptsMade + 1`, and the attempts add up to `max_retries + 1`.
+ */
+export function buildDeliveryRetryPolicy(p: WebhookRetryPolicyInput, attemptsMade = 0): RetryPolicy {
   return {
-    initialInterval: Math.min(p.retry_delay_ms, MAX_RETRY_INTERVAL_MS),
+    initialInterval: retryDelayMs(p, attemptsMade + 1),
     backoffCoefficient: RETRY_BACKOFF_COEFFICIENT,
     maximumInterval: MAX_RETRY_INTERVAL_MS,
-    maximumAttempts: p.max_retries + 1,
+    maximumAttempts: p.max_retries + 1 - attemptsMade,
     nonRetryableErrorTypes: [...WEBHOOK_NON_RETRYABLE_TYPES],
   };
 }
@@ -47,6 +52,26 @@ export function delayAfterRetryAfter(p: WebhookRetryPolicyInput, n: number, retr
 /** Workflow type name of `webhookDeliveryWorkflow`, for the dispatcher and redeliveries that start it by name. */
 export const WEBHOOK_DELIVERY_WORKFLOW_TYPE = 'webhookDeliveryWorkflow';
 
+/**
+ * `WebhookDeliveryInput.version` of the deliveries started now: 2 makes the first attempt a
+ * local activity (docs/webhooks.md#the-first-attempt). Deliveries started without a version
+ * run every attempt as a task-queue activity, as they did when they were started.
+ */
+export const WEBHOOK_DELIVERY_WORKFLOW_VERSION = 2;
+
+/** The workflow's own margin around an attempt: the DB read and the log write around the HTTP request. */
+export const ATTEMPT_MARGIN_MS = 5_000;
+
+/**
+ * The delivery workflow's task timeout. A local activity that outlives 80 % of its workflow
+ * task makes the SDK complete that task early to keep it alive; a worker lost after that
+ * would replay the first task and send attempt 1 again. With the task timeout above the
+ * attempt's own (HTTP timeout + margin, at most 65 s), that never happens. Temporal's cap is 120 s.
+ */
+export function deliveryWorkflowTaskTimeoutMs(httpTimeoutMs: number): number {
+  return Math.min(Math.ceil(((httpTimeoutMs + ATTEMPT_MARGIN_MS) / 0.8) / 1000) * 1000 + 1000, 120_000);
+}
+
 /** One delivery workflow per (event, webhook): a crash or a second dispatcher finds it taken. */
 export const deliveryWorkflowId = (eventId: string, webhookId: string) => `webhook-delivery:${eventId}:${webhookId}`;
 
@@ -63,6 +88,18 @@ export interface WebhookDeliveryInput {
   httpTimeoutMs: number;
   /** Attempts of this event to this webhook made before (redeliveries continue the count). */
   previousAttempts?: number;
+  /** WEBHOOK_DELIVERY_WORKFLOW_VERSION at the start; absent on deliveries started before version 2. */
+  version?: number;
+}
+
+/** The details of a retryable attempt failure: the wait a 429's Retry-After asked for, when it did. */
+export interface RetryDetails {
+  nextRetryDelayMs?: number;
+}
+
+/** The attempt activity's input: the delivery's, plus the attempts this workflow made before it as a local activity. */
+export interface WebhookAttemptInput extends WebhookDeliveryInput {
+  localAttempts?: number;
 }
 
 export type WebhookDeliveryResult =

@@ -1,9 +1,12 @@
 /**
- * Owns the webhook delivery activity: one attempt per activity attempt. The attempt
- * number comes from Temporal (plus the attempts of earlier deliveries when this is a
- * redelivery), so `retry_count` and `X-Service-Delivery-Attempt` match the log. Outcomes
- * become Temporal failures: final answers are non-retryable by type, a 429's Retry-After
- * becomes nextRetryDelay (never beyond the 30 s cap, never sooner than the policy).
+ * Owns the webhook delivery activity: one attempt per activity attempt, run as the
+ * workflow's local first attempt or as the task-queue activity after it. The attempt
+ * number comes from Temporal (plus the workflow's local attempt and the attempts of earlier
+ * deliveries when this is a redelivery), so `retry_count` and `X-Service-Delivery-Attempt`
+ * match the log. Outcomes become Temporal failures: final answers are non-retryable by
+ * type, a 429's Retry-After becomes nextRetryDelay (never beyond the 30 s cap, never sooner
+ * than the policy), also in the failure's details for the workflow's own wait after the
+ * local attempt.
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
@@ -14,7 +17,8 @@ import {
   delayAfterRetryAfter,
   WEBHOOK_FINAL_FAILURE,
   WEBHOOK_RETRYABLE_FAILURE,
-  type WebhookDeliveryInput,
+  type RetryDetails,
+  type WebhookAttemptInput,
   type WebhookDeliveryResult,
 } from '../webhooks.shared';
 
@@ -22,9 +26,10 @@ export function createWebhookActivities(deps: { services: Services; sender?: Web
   let sender = deps.sender;
   const getSender = () => (sender ??= WebhookSender.fromConfig(deps.services.config));
   return {
-    async deliverWebhookAttempt(input: WebhookDeliveryInput): Promise<WebhookDeliveryResult> {
-      const temporalAttempt = Context.current().info.attempt;
-      const attempt = (input.previousAttempts ?? 0) + temporalAttempt;
+    async deliverWebhookAttempt(input: WebhookAttemptInput): Promise<WebhookDeliveryResult> {
+      // The attempt's place in this delivery's retry schedule, and in the event's count.
+      const n = (input.localAttempts ?? 0) + Context.current().info.attempt;
+      const attempt = (input.previousAttempts ?? 0) + n;
       // Plain statements on the pool (no unit of work), so no fork.
       const result = await performDeliveryAttempt(deps.services.hotPool, getSender(), {
         eventId: input.eventId,
@@ -42,12 +47,12 @@ export function createWebhookActivities(deps: { services: Services; sender?: Web
           throw ApplicationFailure.create({ type: WEBHOOK_FINAL_FAILURE, message: result.message, nonRetryable: true, category: ApplicationFailureCategory.BENIGN });
         case 'retry': {
           const nextRetryDelay =
-            result.retryAfterMs === undefined ? undefined : delayAfterRetryAfter(input.retryPolicy, temporalAttempt, result.retryAfterMs);
+            result.retryAfterMs === undefined ? undefined : delayAfterRetryAfter(input.retryPolicy, n, result.retryAfterMs);
           throw ApplicationFailure.create({
             type: WEBHOOK_RETRYABLE_FAILURE,
             message: result.message,
             category: ApplicationFailureCategory.BENIGN,
-            ...(nextRetryDelay !== undefined ? { nextRetryDelay } : {}),
+            ...(nextRetryDelay !== undefined ? { nextRetryDelay, details: [{ nextRetryDelayMs: nextRetryDelay } satisfies RetryDetails] } : {}),
           });
         }
       }

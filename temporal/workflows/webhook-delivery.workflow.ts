@@ -1,19 +1,69 @@
 /**
  * Owns `webhookDeliveryWorkflow`: one event to one webhook. The only step is the attempt
  * activity; Temporal's retry of that activity, configured from the webhook's retry_policy,
- * is the whole retry schedule (a 429's Retry-After arrives as the failure's nextRetryDelay).
+ * is the retry schedule (a 429's Retry-After arrives as the failure's nextRetryDelay).
+ *
+ * Version 2 (docs/webhooks.md#the-first-attempt): the first attempt is a local activity,
+ * run by the worker inside the workflow's first task, with no activity task through the
+ * server; the attempts after it are the task-queue activity under the rest of the policy.
  */
-import { proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, proxyActivities, proxyLocalActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { WebhookActivities } from '../activities/webhooks.activities';
-import { buildDeliveryRetryPolicy, type WebhookDeliveryInput, type WebhookDeliveryResult } from '../webhooks.shared';
+import {
+  ATTEMPT_MARGIN_MS,
+  buildDeliveryRetryPolicy,
+  retryDelayMs,
+  WEBHOOK_DELIVERY_WORKFLOW_VERSION,
+  type RetryDetails,
+  type WebhookDeliveryInput,
+  type WebhookDeliveryResult,
+} from '../webhooks.shared';
 
-/** Room for the DB reads and the log write around the HTTP request. */
-const ACTIVITY_MARGIN_MS = 5_000;
+/**
+ * A run's history before its first workflow task completes: started, task scheduled, task
+ * started. Longer means an earlier task of this run was lost (a worker crash, a timeout)
+ * and may have sent the local attempt already.
+ */
+const FIRST_TASK_HISTORY_LENGTH = 3;
 
 export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Promise<WebhookDeliveryResult> {
+  const startToCloseTimeout = input.httpTimeoutMs + ATTEMPT_MARGIN_MS;
+  if ((input.version ?? 1) < WEBHOOK_DELIVERY_WORKFLOW_VERSION || input.retryPolicy.max_retries === 0) {
+    return await taskQueueAttempts(input, 0, startToCloseTimeout);
+  }
+  // Only in the run's first task: after a lost one the local attempt may have been sent
+  // without its result reaching history, so it counts as made and the task-queue activity
+  // goes on with attempt 2 (a lost task that had not sent yet leaves a gap in the numbers,
+  // as an attempt that fails before sending already does).
+  if (workflowInfo().historyLength <= FIRST_TASK_HISTORY_LENGTH) {
+    const { deliverWebhookAttempt } = proxyLocalActivities<WebhookActivities>({ startToCloseTimeout, retry: { maximumAttempts: 1 } });
+    try {
+      return await deliverWebhookAttempt(input);
+    } catch (err) {
+      // A local activity's own failure arrives as is; an ActivityFailure wraps the others.
+      const cause = err instanceof ActivityFailure ? err.cause : err;
+      if (cause instanceof ApplicationFailure && cause.nonRetryable) throw err;
+      await sleep(retryAfterMs(cause) ?? retryDelayMs(input.retryPolicy, 1));
+    }
+  }
+  return await taskQueueAttempts(input, 1, startToCloseTimeout);
+}
+
+/**
+ * A 429's Retry-After as the attempt's failure carries it in its details (the SDK does not
+ * decode `nextRetryDelay` into workflow code; it acts on it only for task-queue retries).
+ */
+function retryAfterMs(cause: unknown): number | undefined {
+  if (!(cause instanceof ApplicationFailure)) return undefined;
+  const details = cause.details?.[0] as RetryDetails | undefined;
+  return typeof details?.nextRetryDelayMs === 'number' ? details.nextRetryDelayMs : undefined;
+}
+
+/** The attempts after `localAttempts`, as the task-queue activity under the rest of the retry policy. */
+function taskQueueAttempts(input: WebhookDeliveryInput, localAttempts: number, startToCloseTimeout: number) {
   const { deliverWebhookAttempt } = proxyActivities<WebhookActivities>({
-    startToCloseTimeout: input.httpTimeoutMs + ACTIVITY_MARGIN_MS,
-    retry: buildDeliveryRetryPolicy(input.retryPolicy),
+    startToCloseTimeout,
+    retry: buildDeliveryRetryPolicy(input.retryPolicy, localAttempts),
   });
-  return await deliverWebhookAttempt(input);
+  return deliverWebhookAttempt(localAttempts ? { ...input, localAttempts } : input);
 }

@@ -3,9 +3,12 @@
  * dispatcher: outbox row → delivery workflow → signed POST → log row, and the retry rules
  * of DESIGN "Which answers count".
  */
+import { temporal } from '@temporalio/proto';
 import { waitFor } from '../helpers/wait';
 import { hexSignature, startWebhookKit, verifyStandardWebhook, type WebhookKit } from '../helpers/webhooks';
 import { deliveryWorkflowId } from '../../temporal/webhooks.shared';
+
+const { EventType } = temporal.api.enums.v1;
 
 let kit: WebhookKit;
 beforeAll(async () => {
@@ -17,6 +20,17 @@ afterAll(async () => {
 
 const workflowStatus = async (eventId: string, hookId: string) =>
   (await kit.t.services.temporal.client.workflow.getHandle(deliveryWorkflowId(eventId, hookId)).describe()).status.name;
+
+/** What an operator sees of the delivery in the Temporal UI: its events by type. */
+async function historyEventCounts(eventId: string, hookId: string) {
+  const history = await kit.t.services.temporal.client.workflow.getHandle(deliveryWorkflowId(eventId, hookId)).fetchHistory();
+  const count = (type: number) => history.events!.filter((e) => e.eventType === type).length;
+  return {
+    localAttempts: count(EventType.EVENT_TYPE_MARKER_RECORDED),
+    taskQueueActivities: count(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED),
+    events: history.events!.length,
+  };
+}
 
 test('an event is delivered once, signed, with the spec payload, and logged as attempt 1', async () => {
   const { orgId, auth } = await kit.tenant();
@@ -50,6 +64,9 @@ test('an event is delivered once, signed, with the spec payload, and logged as a
   // Stamped by the dispatcher; a webhook not subscribed to a type gets nothing.
   const [row] = await kit.t.query<{ dispatched_at: Date | null }>('select dispatched_at from events where id = ?', [eventId]);
   expect(row!.dispatched_at).not.toBeNull();
+  // The first attempt ran inside the workflow's first task: a marker, no activity task.
+  await waitFor(async () => (await workflowStatus(eventId, hook.id)) === 'COMPLETED');
+  expect(await historyEventCounts(eventId, hook.id)).toEqual({ localAttempts: 1, taskQueueActivities: 0, events: 6 });
   await kit.emit(orgId, 'message.sent', { message_id: 'msg_1' });
   await waitFor(async () => (await kit.t.query('select 1 from events where dispatched_at is null and organization_id = ?', [orgId])).length === 0);
   expect(kit.receiver.requestsTo('/signed')).toHaveLength(1);
@@ -81,6 +98,8 @@ test('503, 503, 200: exactly three attempts, growing gaps, retry_count 0,1,2, on
     [3, 'success', 200],
   ]);
   expect(logs[0]!.error_message).toContain('503');
+  // Attempt 1 local, attempts 2 and 3 one task-queue activity under the rest of the policy.
+  expect(await historyEventCounts(eventId, hook.id)).toMatchObject({ localAttempts: 1, taskQueueActivities: 1 });
 });
 
 test('404 is final: exactly one attempt', async () => {

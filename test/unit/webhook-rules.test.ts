@@ -4,7 +4,14 @@
  * addresses, and the signature formats.
  */
 import { createHmac } from 'node:crypto';
-import { buildDeliveryRetryPolicy, delayAfterRetryAfter, deliveryWorkflowId, retryDelayMs } from '../../temporal/webhooks.shared';
+import {
+  ATTEMPT_MARGIN_MS,
+  buildDeliveryRetryPolicy,
+  delayAfterRetryAfter,
+  deliveryWorkflowId,
+  deliveryWorkflowTaskTimeoutMs,
+  retryDelayMs,
+} from '../../temporal/webhooks.shared';
 import { classifyAnswer, parseRetryAfter } from '../../src/modules/webhooks/webhook.sender';
 import { checkUrlSyntax, isForbiddenAddress } from '../../src/modules/webhooks/webhook-target';
 import { signBody, standardWebhookSignature } from '../../src/http/signature';
@@ -35,6 +42,23 @@ describe('buildDeliveryRetryPolicy', () => {
     expect([1, 2, 3].map((n) => retryDelayMs(policy, n))).toEqual([1000, 2000, 4000]);
     expect(p.nonRetryableErrorTypes).toEqual(['WebhookDeliveryRejected']);
     expect(buildDeliveryRetryPolicy({ max_retries: 0, retry_delay_ms: 100 }).maximumAttempts).toBe(1);
+  });
+
+  test('after the local first attempt, the task-queue retries continue the schedule: 2 s, 4 s, and 4 attempts in all', () => {
+    const policy = { max_retries: 3, retry_delay_ms: 1000 };
+    const rest = buildDeliveryRetryPolicy(policy, 1);
+    expect(rest.maximumAttempts).toBe(3);
+    expect(durationMs(rest.initialInterval)).toBe(retryDelayMs(policy, 2));
+    expect(durationMs(rest.initialInterval) * rest.backoffCoefficient!).toBe(retryDelayMs(policy, 3));
+    expect(durationMs(buildDeliveryRetryPolicy({ max_retries: 10, retry_delay_ms: 30_000 }, 1).initialInterval)).toBe(30_000);
+  });
+
+  test('the workflow task outlives the local attempt by a fifth, so the SDK never has to extend it, within Temporal\'s 120 s cap', () => {
+    for (const http of [100, 2_000, 10_000, 60_000]) {
+      const timeout = deliveryWorkflowTaskTimeoutMs(http);
+      expect(timeout * 0.8).toBeGreaterThan(http + ATTEMPT_MARGIN_MS);
+      expect(timeout).toBeLessThanOrEqual(120_000);
+    }
   });
 
   test('a 429 Retry-After is honoured up to the cap and never shortens the policy delay', () => {

@@ -14,7 +14,7 @@ import { offsetOf, type Page } from '../../http/pagination';
 import { newId, randomBase62 } from '../../ids';
 import type { Services } from '../../services';
 import { type EventType, OutboxEvent } from '../events/event.entity';
-import { redeliveryWorkflowId, WEBHOOK_DELIVERY_WORKFLOW_TYPE, type WebhookDeliveryInput } from '../../../temporal/webhooks.shared';
+import { redeliveryWorkflowId, WEBHOOK_DELIVERY_WORKFLOW_TYPE, WEBHOOK_DELIVERY_WORKFLOW_VERSION, deliveryWorkflowTaskTimeoutMs, type WebhookDeliveryInput } from '../../../temporal/webhooks.shared';
 import { buildEventPayload } from './webhook.delivery';
 import { Webhook, WebhookLog, type WebhookLogStatus } from './webhook.entity';
 import type { WebhookIn, WebhookUpdate } from './webhook.schemas';
@@ -158,6 +158,7 @@ export class WebhookService {
       organizationId,
       retryPolicy: { max_retries: hook.maxRetries, retry_delay_ms: hook.retryDelayMs },
       httpTimeoutMs: this.services.config.WEBHOOK_TIMEOUT_MS,
+      version: WEBHOOK_DELIVERY_WORKFLOW_VERSION,
       previousAttempts: row?.n ?? 0,
     };
     const workflowId = redeliveryWorkflowId(event.id, hook.id, randomBase62(10));
@@ -165,6 +166,7 @@ export class WebhookService {
       taskQueue: this.services.config.TEMPORAL_TASK_QUEUE,
       workflowId,
       args: [input],
+      workflowTaskTimeout: deliveryWorkflowTaskTimeoutMs(input.httpTimeoutMs),
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       workflowIdConflictPolicy: 'FAIL',
     });
