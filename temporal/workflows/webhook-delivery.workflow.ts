@@ -28,6 +28,8 @@ const FIRST_TASK_HISTORY_LENGTH = 3;
 
 export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Promise<WebhookDeliveryResult> {
   const startToCloseTimeout = input.httpTimeoutMs + ATTEMPT_MARGIN_MS;
+  // Before version 2 every attempt was a task-queue activity. With max_retries 0 the only
+  // attempt stays one: a lost worker must not cost it (see the lost first task below).
   if ((input.version ?? 1) < WEBHOOK_DELIVERY_WORKFLOW_VERSION || input.retryPolicy.max_retries === 0) {
     return await taskQueueAttempts(input, 0, startToCloseTimeout);
   }
