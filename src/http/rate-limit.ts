@@ -149,6 +149,8 @@ export class RateLimiter {
   /** Checks waiting for the call in flight to finish; they go together in the next one. */
   private queue: PendingCheck[] = [];
   private inFlight = false;
+  /** Subjects refused by a check, until the refusing window resets (entries drop once past). */
+  private readonly refusedUntil = new Map<string, number>();
 
   constructor(
     private readonly redis: Redis,
@@ -166,7 +168,22 @@ export class RateLimiter {
       this.queue.push({ keys, checks, now, resolve });
       if (!this.inFlight) this.sendQueued();
     });
-    return summarize(checks, counts, allowed, now);
+    const result = summarize(checks, counts, allowed, now);
+    if (!allowed) for (const c of checks) this.refusedUntil.set(c.subject, now + result.retryAfterSeconds * 1000);
+    return result;
+  }
+
+  /**
+   * Whether a check of this subject was refused and its window has not reset yet: a route
+   * then does not start its speculative read beside the check (route.ts, `prefetch`), so a
+   * client hammering past its limit costs no more than the check.
+   */
+  refusedRecently(subject: string): boolean {
+    const until = this.refusedUntil.get(subject);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    this.refusedUntil.delete(subject);
+    return false;
   }
 
   /** Sends what is queued (up to MAX_CHECKS_PER_CALL) as one call; when it is answered, the next. */

@@ -2,7 +2,9 @@
  * Owns the route definition: one object per endpoint declares its method, path, required
  * scope, rate limits, zod schemas and handler. `mountRoutes` turns each into a Koa route
  * (authenticate → rate limit → authorize → validate → idempotency → handler) and into an
- * OpenAPI operation, so the document always matches what is enforced.
+ * OpenAPI operation, so the document always matches what is enforced. A route may declare
+ * a `prefetch`: a read without effects that runs beside the rate-limit check instead of
+ * after it, handed to the handler.
  */
 import type Router from '@koa/router';
 import type { Context } from 'koa';
@@ -18,16 +20,23 @@ import { z } from './zod';
 
 type Method = 'get' | 'post' | 'put' | 'delete' | 'patch';
 
-export interface HandlerInput<P, Q, B> {
+export interface HandlerInput<P, Q, B, F = unknown> {
   params: P;
   query: Q;
   body: B;
   /** Present on every route that declares a scope. */
   credential: Credential;
   ctx: Context;
+  /** The route's `prefetch`, when it was started (a handler must do without it otherwise). */
+  prefetched?: Promise<F>;
 }
 
-export interface RouteDef<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType> {
+export interface RouteDef<
+  P extends z.ZodType = z.ZodType,
+  Q extends z.ZodType = z.ZodType,
+  B extends z.ZodType = z.ZodType,
+  F = unknown,
+> {
   method: Method;
   /** OpenAPI-style path: `/v1/workflows/{workflow_id}`. */
   path: string;
@@ -62,8 +71,16 @@ export interface RouteDef<P extends z.ZodType = z.ZodType, Q extends z.ZodType =
   produces?: { content: Record<string, z.ZodType>; headers?: ResponseHeaderName[]; optionalHeaders?: ResponseHeaderName[] };
   /** Documented error answers besides the ones every authenticated route has, with the optional headers they may add. */
   errors?: Array<[status: number, code: string, optionalHeaders?: ResponseHeaderName[]]>;
+  /**
+   * A read the handler needs, without effects, started beside the rate-limit check so the
+   * request does not pay the two round trips one after the other. Started only when the
+   * credential has the scope, the body is valid, and the credential's limit has not refused
+   * it lately (`RateLimiter.refusedRecently`); its result is dropped when the request is
+   * refused after all. Its failure reaches the handler when it awaits it.
+   */
+  prefetch?(input: { body: z.output<B>; credential: Credential }): Promise<F>;
   /** Returns the response body; returns undefined when it wrote `ctx` itself (files). */
-  handler(input: HandlerInput<z.output<P>, z.output<Q>, z.output<B>>): Promise<unknown>;
+  handler(input: HandlerInput<z.output<P>, z.output<Q>, z.output<B>, F>): Promise<unknown>;
 }
 
 /** A handler's answer with a status other than the route's, e.g. 200 for a create that found its first outcome. */
@@ -78,15 +95,15 @@ const statusAndBody = (route: AnyRoute, result: unknown): [number, unknown] =>
   result instanceof Answer ? [result.status, result.body] : [route.status ?? 200, result];
 
 /** Identity function that lets TypeScript infer a route's schema types. */
-export function defineRoute<P extends z.ZodType = z.ZodObject, Q extends z.ZodType = z.ZodObject, B extends z.ZodType = z.ZodUnknown>(
-  def: RouteDef<P, Q, B>,
-): RouteDef<P, Q, B> {
+export function defineRoute<P extends z.ZodType = z.ZodObject, Q extends z.ZodType = z.ZodObject, B extends z.ZodType = z.ZodUnknown, F = unknown>(
+  def: RouteDef<P, Q, B, F>,
+): RouteDef<P, Q, B, F> {
   return def;
 }
 
 // Route arrays mix schema types; handlers are only ever called with what their own schemas produced.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type AnyRoute = RouteDef<any, any, any>;
+export type AnyRoute = RouteDef<any, any, any, any>;
 
 const COMMON_ERRORS: Array<[number, string]> = [
   [401, 'MISSING_AUTHENTICATION | INVALID_API_KEY | INVALID_TOKEN'],
@@ -115,6 +132,7 @@ async function handle(ctx: Context, route: AnyRoute, services: Services): Promis
   if (route.resourceLimits && credential.scopes.has(route.scope)) {
     checks.push(...(await route.resourceLimits({ params: ctx.params as Record<string, string>, credential })));
   }
+  const prefetched = startPrefetch(route, ctx, credential, services);
   const limit = await services.rateLimiter.check(checks);
   ctx.set(rateLimitHeaders(limit));
   if (!limit.allowed) throw rateLimitExceeded(limit);
@@ -129,7 +147,7 @@ async function handle(ctx: Context, route: AnyRoute, services: Services): Promis
 
   const idempotencyKey = route.method === 'post' ? ctx.get('idempotency-key') : '';
   if (!idempotencyKey) {
-    const [status, result] = statusAndBody(route, await route.handler({ params, query, body, credential, ctx }));
+    const [status, result] = statusAndBody(route, await route.handler({ params, query, body, credential, ctx, prefetched }));
     if (result !== undefined) respond(ctx, status, result);
     return;
   }
@@ -143,7 +161,7 @@ async function handle(ctx: Context, route: AnyRoute, services: Services): Promis
     return;
   }
   try {
-    const [status, result] = statusAndBody(route, await route.handler({ params, query, body, credential, ctx }));
+    const [status, result] = statusAndBody(route, await route.handler({ params, query, body, credential, ctx, prefetched }));
     await store.complete(credential.organizationId, idempotencyKey, { status, body: result ?? null });
     if (result !== undefined) respond(ctx, status, result);
   } catch (err) {
@@ -155,6 +173,17 @@ async function handle(ctx: Context, route: AnyRoute, services: Services): Promis
     }
     throw err;
   }
+}
+
+/** The route's prefetch, when the request will most likely get to its handler (see `RouteDef.prefetch`). */
+function startPrefetch(route: AnyRoute, ctx: Context, credential: Credential, services: Services): Promise<unknown> | undefined {
+  if (!route.prefetch || !credential.scopes.has(route.scope) || services.rateLimiter.refusedRecently(credential.limitSubject)) return undefined;
+  const parsed = route.body ? route.body.safeParse(ctx.request.body ?? {}) : { success: true as const, data: undefined };
+  if (!parsed.success) return undefined;
+  const read = route.prefetch({ body: parsed.data, credential });
+  // Awaited by the handler, or dropped with the request: never an unhandled rejection.
+  read.catch(() => undefined);
+  return read;
 }
 
 function respond(ctx: Context, status: number, body: unknown) {

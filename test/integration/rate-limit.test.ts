@@ -80,6 +80,34 @@ describe('rate limits', () => {
     expect(read.headers['x-ratelimit-remaining']).toBe(String(20 - 5));
   });
 
+  it('a message over the limit is refused and records nothing; once refused, its matching read is not started beside the check', async () => {
+    const { key, organizationId } = await t.createKey('admin');
+    // The route reads its matching triggers and workflows while the limit is checked: count those reads.
+    const pool = t.services.hotPool;
+    const query = pool.query.bind(pool) as (...a: unknown[]) => unknown;
+    let reads = 0;
+    pool.query = ((...a: unknown[]) => {
+      if ((a[0] as { name?: string }).name === 'inbound-message-read') reads++;
+      return query(...a);
+    }) as typeof pool.query;
+    try {
+      const send = (i: number) => t.request.post('/v1/messages').set(bearer(key)).send({ channel: 'whatsapp', customer_id: `rl-${i}`, message: 'hi' });
+      const statuses = (await Promise.all(Array.from({ length: 22 }, (_, i) => send(i)))).map((r) => r.status);
+      expect(statuses.filter((s) => s === 201)).toHaveLength(20);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(2);
+      const recorded = await t.query<{ n: number }>('select count(*)::int as n from messages where organization_id = ?', [organizationId]);
+      expect(recorded[0]!.n).toBe(20);
+
+      const readsBefore = reads;
+      const refused = await send(99);
+      expect(refused.status).toBe(429);
+      expect(reads).toBe(readsBefore);
+      expect(await t.query("select 1 from customers where external_id = 'rl-99'")).toHaveLength(0);
+    } finally {
+      pool.query = query as typeof pool.query;
+    }
+  });
+
   it('leaves no counter without an expiry in Redis', async () => {
     const keys = await t.services.redis.keys(`${t.config.REDIS_KEY_PREFIX}rl:*`);
     expect(keys.length).toBeGreaterThan(0);

@@ -3,7 +3,7 @@ import { Answer, type AnyRoute, defineRoute } from '../../http/route';
 import { z } from '../../http/zod';
 import type { Services } from '../../services';
 import { InboundResultOut, MessageIn } from './message.schemas';
-import { receiveMessage } from './message.service';
+import { readTargets, receiveMessage } from './message.service';
 
 export function inboundRoutes(services: Services): AnyRoute[] {
   return [
@@ -19,8 +19,10 @@ export function inboundRoutes(services: Services): AnyRoute[] {
       status: 201,
       alsoAnswers: [[200, 'A redelivery (same provider_message_id on the channel): the first outcome; nothing new is recorded or started']],
       response: z.object({ data: InboundResultOut }),
-      async handler({ body, credential }) {
-        const received = await receiveMessage(services, credential.organizationId, body);
+      // The matching triggers, workflows and customer are read while the limits are checked.
+      prefetch: ({ body, credential }) => readTargets(services, credential.organizationId, body),
+      async handler({ body, credential, prefetched }) {
+        const received = await receiveMessage(services, credential.organizationId, body, prefetched);
         return received.duplicate ? new Answer(200, { data: received.result }) : { data: received.result };
       },
     }),

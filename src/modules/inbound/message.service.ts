@@ -26,7 +26,7 @@ import { failpoint } from '../../failpoints';
 import type { Services } from '../../services';
 import { dispatchExecution } from '../executions/execution.starter';
 import { deliverReply } from '../executions/reply-delivery';
-import { type InboundMessage, readMessageTargets, writeMessage } from './message.writes';
+import { type InboundMessage, type MessageTargets, readMessageTargets, writeMessage } from './message.writes';
 import { isDeadlockOrSerialization, retrying } from '../../db/transaction';
 
 export interface InboundResult {
@@ -64,17 +64,26 @@ async function firstOutcome(services: Services, organizationId: string, msg: Inb
   return result;
 }
 
+const messageLanguage = (msg: InboundMessage) => (typeof msg.metadata?.language === 'string' ? msg.metadata.language : undefined);
+
+/** The read before the write: the route starts it beside the rate-limit check (its `prefetch`). */
+export function readTargets(services: Services, organizationId: string, msg: InboundMessage): Promise<MessageTargets> {
+  return readMessageTargets(services.hotPool, organizationId, msg, messageLanguage(msg));
+}
+
+/** `prefetched`: `readTargets` of this message, already started; read here when absent. */
 export async function receiveMessage(
   services: Services,
   organizationId: string,
   msg: InboundMessage,
+  prefetched?: Promise<MessageTargets>,
 ): Promise<{ duplicate: boolean; result: InboundResult }> {
   if (msg.provider_message_id !== undefined) {
     const first = await firstOutcome(services, organizationId, msg);
     if (first) return { duplicate: true, result: first };
   }
   try {
-    return { duplicate: false, result: await receiveNew(services, organizationId, msg) };
+    return { duplicate: false, result: await receiveNew(services, organizationId, msg, prefetched) };
   } catch (err) {
     if (!(err instanceof Redelivery)) throw err;
     const first = await firstOutcome(services, organizationId, msg);
@@ -88,10 +97,13 @@ const CUSTOMER_KEY = 'customers_organization_id_channel_external_id_key';
 /** A concurrent first message created the customer (read again: it exists now), or a deadlock. */
 const writeConflict = (err: unknown) => (err as { constraint?: string }).constraint === CUSTOMER_KEY || isDeadlockOrSerialization(err);
 
-async function receiveNew(services: Services, organizationId: string, msg: InboundMessage): Promise<InboundResult> {
-  const language = typeof msg.metadata?.language === 'string' ? msg.metadata.language : undefined;
+async function receiveNew(services: Services, organizationId: string, msg: InboundMessage, prefetched?: Promise<MessageTargets>): Promise<InboundResult> {
+  const language = messageLanguage(msg);
+  let first = prefetched;
   const recorded = await retrying(writeConflict, async () => {
-    const targets = await readMessageTargets(services.hotPool, organizationId, msg, language);
+    // A retry after a write conflict reads again: the conflict means the rows changed.
+    const targets = await (first ?? readTargets(services, organizationId, msg));
+    first = undefined;
     try {
       return await writeMessage(services.hotPool, targets, { organizationId, msg, language });
     } catch (err) {
