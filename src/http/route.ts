@@ -12,6 +12,7 @@ import type { Services } from '../services';
 import { type Credential, requireScope, type Scope } from './auth';
 import { AppError, toHttpError } from './errors';
 import { requestHash, shouldStore } from './idempotency';
+import { JsonText } from './json-text';
 import type { ResponseConfig } from '@asteasolutions/zod-to-openapi';
 import { ErrorOut, type OpenAPIRegistry, RATE_LIMIT_HEADERS, type ResponseHeaderName, responseHeaders } from './openapi';
 import { type LimitCheck, type LimitName, rateLimitExceeded, rateLimitHeaders } from './rate-limit';
@@ -162,7 +163,7 @@ async function handle(ctx: Context, route: AnyRoute, services: Services): Promis
   }
   try {
     const [status, result] = statusAndBody(route, await route.handler({ params, query, body, credential, ctx, prefetched }));
-    await store.complete(credential.organizationId, idempotencyKey, { status, body: result ?? null });
+    await store.complete(credential.organizationId, idempotencyKey, { status, body: result instanceof JsonText ? JSON.parse(result.text) : (result ?? null) });
     if (result !== undefined) respond(ctx, status, result);
   } catch (err) {
     const httpError = toHttpError(err);
@@ -188,6 +189,11 @@ function startPrefetch(route: AnyRoute, ctx: Context, credential: Credential, se
 
 function respond(ctx: Context, status: number, body: unknown) {
   ctx.status = status;
+  if (body instanceof JsonText) {
+    ctx.type = 'application/json';
+    ctx.body = body.text;
+    return;
+  }
   ctx.body = body;
 }
 

@@ -53,6 +53,16 @@ export interface ExecutionRelation {
 export const successRatio = (success: number, failed: number) =>
   success + failed === 0 ? 0 : Math.round((success / (success + failed)) * 10_000) / 10_000;
 
+/**
+ * `successRatio` in SQL (null instead of 0 when nothing finished, as the spec's
+ * `success_rate`), for answers PostgreSQL writes as JSON: the same float8 arithmetic, and
+ * `floor(x + 0.5)` rounds ties up as `Math.round` does (PostgreSQL's `round` of a float8
+ * rounds them to even). Checked against `successRatio` pair by pair in
+ * test/integration/workflows-read.test.ts.
+ */
+export const successRateSql = (success: string, failed: string) =>
+  `case when ${success} + ${failed} = 0 then null else floor(${success}::float8 / (${success} + ${failed}) * 10000 + 0.5) / 10000 end`;
+
 /** Buckets start at UTC boundaries (week: Monday); hours read `YYYY-MM-DDTHH:00:00Z`, the rest `YYYY-MM-DD`. */
 const bucketLabel = (bucket: string, granularity: Granularity) =>
   granularity === 'hour' ? `${bucket.slice(0, 13)}:00:00Z` : bucket.slice(0, 10);

@@ -15,14 +15,18 @@ import {
   WorkflowOut,
   WorkflowUpdate,
 } from './workflow.schemas';
-import { readWorkflow, type WorkflowDetail, WorkflowService } from './workflow.service';
+import type { Workflow } from './workflow.entity';
+import { readWorkflowAnswer, WorkflowService } from './workflow.service';
 
 /** The spec's `success_rate`: null for a workflow with no finished execution. */
 function successRate(success: number, failure: number): number | null {
   return success + failure === 0 ? null : successRatio(success, failure);
 }
 
-function toWorkflowOut(wf: Omit<WorkflowDetail, 'configuration' | 'revision'>): z.output<typeof WorkflowOut> {
+/** A workflow as the list and the writes answer; `GET /v1/workflows/{id}` gets the same fields from SQL (`readWorkflowAnswer`). */
+function toWorkflowOut(
+  wf: Pick<Workflow, 'id' | 'name' | 'description' | 'status' | 'channel' | 'executionCount' | 'successCount' | 'failureCount' | 'createdAt' | 'updatedAt'>,
+): z.output<typeof WorkflowOut> {
   return {
     id: wf.id,
     name: wf.name,
@@ -74,8 +78,7 @@ export function workflowRoutes(services: Services): AnyRoute[] {
       response: z.object({ data: WorkflowDetailOut }),
       errors: [NOT_FOUND],
       async handler({ params, credential }) {
-        const wf = await readWorkflow(services.hotPool, credential.organizationId, params.workflow_id);
-        return { data: { ...toWorkflowOut(wf), configuration: wf.configuration, revision: wf.revision } };
+        return await readWorkflowAnswer(services.hotPool, credential.organizationId, params.workflow_id);
       },
     }),
     defineRoute({
