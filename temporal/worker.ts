@@ -78,6 +78,12 @@ export async function createWorker(opts: CreateWorkerOptions): Promise<CreatedWo
       activities: opts.activities,
       ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath }),
       shutdownGraceTime: opts.shutdownGraceTime ?? '30 seconds',
+      // Polls scale with the server's feedback (1–100, from 5). The fixed default was 10
+      // workflow-task polls of which only 2 served the normal queue, where every workflow's
+      // first task arrives: a burst of webhook deliveries (one task each) queued in the
+      // server's backlog behind those 2 (docs/performance.md, "Poller autoscaling").
+      workflowTaskPollerBehavior: { type: 'autoscaling' },
+      activityTaskPollerBehavior: { type: 'autoscaling' },
     });
     return { worker, connection, ownsConnection };
   } catch (err) {
