@@ -34,6 +34,18 @@ export interface DevServer {
 /** The server process died before serving (as opposed to never answering). */
 class ExitedDuringStartError extends Error {}
 
+/**
+ * One partition per task queue (the server's default is 4). With a local worker's few
+ * polls, a task written to a partition that no poll was waiting on sat in that partition's
+ * backlog for about 2 s: the benchmarks' rounds ran at half speed when it struck, on
+ * whichever side (docs/performance.md, "Task queue partitions"). The test suite's server
+ * takes the same arguments.
+ */
+export const ONE_PARTITION_ARGS = [
+  '--dynamic-config-value', 'matching.numTaskqueueReadPartitions=1',
+  '--dynamic-config-value', 'matching.numTaskqueueWritePartitions=1',
+];
+
 export async function startTemporalDevServer(opts: DevServerOptions): Promise<DevServer> {
   try {
     return await startOnce(opts);
@@ -65,12 +77,7 @@ async function startOnce(opts: DevServerOptions): Promise<DevServer> {
     '--sqlite-pragma', 'journal_mode=WAL',
     '--sqlite-pragma', 'synchronous=OFF',
     '--log-level', 'warn',
-    // One partition per task queue (the server's default is 4). With a local worker's few
-    // polls, a task written to a partition that no poll was waiting on sat in that
-    // partition's backlog for about 2 s: the benchmarks' rounds ran at half speed when it
-    // struck, on whichever side (docs/performance.md, "Task queue partitions").
-    '--dynamic-config-value', 'matching.numTaskqueueReadPartitions=1',
-    '--dynamic-config-value', 'matching.numTaskqueueWritePartitions=1',
+    ...ONE_PARTITION_ARGS,
   ];
   log(`starting ${opts.executable} ${args.join(' ')}`);
   const child = spawn(opts.executable, args, { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -9,6 +9,7 @@ import { Client as PgClient } from 'pg';
 import Redis from 'ioredis';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { findOrInstallTemporalCli } from '../../scripts/lib/temporal-cli';
+import { ONE_PARTITION_ARGS } from '../../scripts/lib/temporal-dev-server';
 import { ensureSearchAttributes } from '../../src/temporal-search-attributes';
 import { SEARCH_ATTRIBUTES } from '../../temporal/shared';
 
@@ -67,6 +68,7 @@ async function startTemporal(): Promise<string> {
       // No port: the SDK picks a free one. No dbFilename: in-memory SQLite, fastest.
       searchAttributes: [...SEARCH_ATTRIBUTES],
       log: { format: 'text', level: 'warn' },
+      extraArgs: [...ONE_PARTITION_ARGS],
     },
   });
   globalThis.__TEMPORAL_TEST_ENV__ = env;
