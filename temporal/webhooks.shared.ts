@@ -62,14 +62,27 @@ export const WEBHOOK_DELIVERY_WORKFLOW_VERSION = 2;
 /** The workflow's own margin around an attempt: the DB read and the log write around the HTTP request. */
 export const ATTEMPT_MARGIN_MS = 5_000;
 
+/** An attempt's start-to-close timeout, local or on the task queue: the HTTP timeout and the margin. */
+export const attemptTimeoutMs = (httpTimeoutMs: number) => httpTimeoutMs + ATTEMPT_MARGIN_MS;
+
 /**
  * The delivery workflow's task timeout. A local activity that outlives 80 % of its workflow
  * task makes the SDK complete that task early to keep it alive; a worker lost after that
  * would replay the first task and send attempt 1 again. With the task timeout above the
- * attempt's own (HTTP timeout + margin, at most 65 s), that never happens. Temporal's cap is 120 s.
+ * attempt's own (at most 65 s), that never happens. Temporal's cap is 120 s.
  */
 export function deliveryWorkflowTaskTimeoutMs(httpTimeoutMs: number): number {
-  return Math.min(Math.ceil(((httpTimeoutMs + ATTEMPT_MARGIN_MS) / 0.8) / 1000) * 1000 + 1000, 120_000);
+  return Math.min(Math.ceil(attemptTimeoutMs(httpTimeoutMs) / 0.8 / 1000) * 1000 + 1000, 120_000);
+}
+
+/**
+ * The input and options every new delivery starts with (the dispatcher's and a
+ * redelivery's): the current version, and the task timeout that version's local first
+ * attempt needs.
+ */
+export function newDeliveryStart(input: NewDeliveryInput) {
+  const args: [WebhookDeliveryInput] = [{ ...input, version: WEBHOOK_DELIVERY_WORKFLOW_VERSION }];
+  return { args, workflowTaskTimeout: deliveryWorkflowTaskTimeoutMs(input.httpTimeoutMs) };
 }
 
 /** One delivery workflow per (event, webhook): a crash or a second dispatcher finds it taken. */
@@ -91,6 +104,9 @@ export interface WebhookDeliveryInput {
   /** WEBHOOK_DELIVERY_WORKFLOW_VERSION at the start; absent on deliveries started before version 2. */
   version?: number;
 }
+
+/** What a caller gives `newDeliveryStart`: the version is not the caller's choice. */
+export type NewDeliveryInput = Omit<WebhookDeliveryInput, 'version'>;
 
 /** The details of a retryable attempt failure: the wait a 429's Retry-After asked for, when it did. */
 export interface RetryDetails {

@@ -149,7 +149,7 @@ export class RateLimiter {
   /** Checks waiting for the call in flight to finish; they go together in the next one. */
   private queue: PendingCheck[] = [];
   private inFlight = false;
-  /** Subjects refused by a check, until the refusing window resets (entries drop once past). */
+  /** Subjects refused by a check, until the refusing window resets. */
   private readonly refusedUntil = new Map<string, number>();
 
   constructor(
@@ -169,7 +169,7 @@ export class RateLimiter {
       if (!this.inFlight) this.sendQueued();
     });
     const result = summarize(checks, counts, allowed, now);
-    if (!allowed) for (const c of checks) this.refusedUntil.set(c.subject, now + result.retryAfterSeconds * 1000);
+    if (!allowed) this.noteRefused(checks, now + result.retryAfterSeconds * 1000);
     return result;
   }
 
@@ -179,11 +179,14 @@ export class RateLimiter {
    * client hammering past its limit costs no more than the check.
    */
   refusedRecently(subject: string): boolean {
-    const until = this.refusedUntil.get(subject);
-    if (until === undefined) return false;
-    if (until > Date.now()) return true;
-    this.refusedUntil.delete(subject);
-    return false;
+    return (this.refusedUntil.get(subject) ?? 0) > Date.now();
+  }
+
+  /** Remembers a refusal; entries whose window has reset are dropped here, so the map holds only current refusals. */
+  private noteRefused(checks: LimitCheck[], until: number): void {
+    const now = Date.now();
+    for (const [subject, end] of this.refusedUntil) if (end <= now) this.refusedUntil.delete(subject);
+    for (const c of checks) this.refusedUntil.set(c.subject, until);
   }
 
   /** Sends what is queued (up to MAX_CHECKS_PER_CALL) as one call; when it is answered, the next. */

@@ -16,7 +16,7 @@ import { JsonText } from './json-text';
 import type { ResponseConfig } from '@asteasolutions/zod-to-openapi';
 import { ErrorOut, type OpenAPIRegistry, RATE_LIMIT_HEADERS, type ResponseHeaderName, responseHeaders } from './openapi';
 import { type LimitCheck, type LimitName, rateLimitExceeded, rateLimitHeaders } from './rate-limit';
-import { type IssueClassifier, parseInput } from './validation';
+import { type IssueClassifier, parsedOrThrow, parseInput } from './validation';
 import { z } from './zod';
 
 type Method = 'get' | 'post' | 'put' | 'delete' | 'patch';
@@ -133,7 +133,11 @@ async function handle(ctx: Context, route: AnyRoute, services: Services): Promis
   if (route.resourceLimits && credential.scopes.has(route.scope)) {
     checks.push(...(await route.resourceLimits({ params: ctx.params as Record<string, string>, credential })));
   }
-  const prefetched = startPrefetch(route, ctx, credential, services);
+  // The body is parsed once, here: a prefetch needs it before the limits; its error (if
+  // any) is still thrown after them and the scope, in the usual order.
+  const received: unknown = ctx.request.body;
+  const parsedBody = route.body?.safeParse(received ?? {});
+  const prefetched = startPrefetch(route, credential, parsedBody, services);
   const limit = await services.rateLimiter.check(checks);
   ctx.set(rateLimitHeaders(limit));
   if (!limit.allowed) throw rateLimitExceeded(limit);
@@ -142,8 +146,7 @@ async function handle(ctx: Context, route: AnyRoute, services: Services): Promis
 
   const params = route.params ? parseInput(route.params, ctx.params, route.classify) : {};
   const query = route.query ? parseInput(route.query, { ...ctx.query }, route.classify) : {};
-  const received: unknown = ctx.request.body;
-  const body = route.body ? parseInput(route.body, received ?? {}, route.classify) : undefined;
+  const body = parsedBody ? parsedOrThrow(parsedBody, received ?? {}, route.classify) : undefined;
   if (!route.body && hasContent(received)) throw new AppError(400, 'INVALID_REQUEST', 'This endpoint takes no request body');
 
   const idempotencyKey = route.method === 'post' ? ctx.get('idempotency-key') : '';
@@ -177,11 +180,15 @@ async function handle(ctx: Context, route: AnyRoute, services: Services): Promis
 }
 
 /** The route's prefetch, when the request will most likely get to its handler (see `RouteDef.prefetch`). */
-function startPrefetch(route: AnyRoute, ctx: Context, credential: Credential, services: Services): Promise<unknown> | undefined {
-  if (!route.prefetch || !credential.scopes.has(route.scope) || services.rateLimiter.refusedRecently(credential.limitSubject)) return undefined;
-  const parsed = route.body ? route.body.safeParse(ctx.request.body ?? {}) : { success: true as const, data: undefined };
-  if (!parsed.success) return undefined;
-  const read = route.prefetch({ body: parsed.data, credential });
+function startPrefetch(
+  route: AnyRoute,
+  credential: Credential,
+  parsedBody: z.ZodSafeParseResult<unknown> | undefined,
+  services: Services,
+): Promise<unknown> | undefined {
+  if (!route.prefetch || parsedBody?.success === false || !credential.scopes.has(route.scope)) return undefined;
+  if (services.rateLimiter.refusedRecently(credential.limitSubject)) return undefined;
+  const read = route.prefetch({ body: parsedBody?.data, credential });
   // Awaited by the handler, or dropped with the request: never an unhandled rejection.
   read.catch(() => undefined);
   return read;

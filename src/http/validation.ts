@@ -46,7 +46,11 @@ export function toAppError(issue: ZodIssue, input: unknown, classify?: IssueClas
 }
 
 export function parseInput<S extends z.ZodType>(schema: S, input: unknown, classify?: IssueClassifier): z.output<S> {
-  const result = schema.safeParse(input);
+  return parsedOrThrow(schema.safeParse(input), input, classify);
+}
+
+/** A `safeParse` result already in hand (route.ts parses a body once, before its limits): its data, or its first issue as the 4xx. */
+export function parsedOrThrow<T>(result: z.ZodSafeParseResult<T>, input: unknown, classify?: IssueClassifier): T {
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   if (!issue) throw new AppError(400, 'INVALID_REQUEST', 'Invalid request');

@@ -10,7 +10,7 @@
 import { ActivityFailure, ApplicationFailure, proxyActivities, proxyLocalActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { WebhookActivities } from '../activities/webhooks.activities';
 import {
-  ATTEMPT_MARGIN_MS,
+  attemptTimeoutMs,
   buildDeliveryRetryPolicy,
   retryDelayMs,
   WEBHOOK_DELIVERY_WORKFLOW_VERSION,
@@ -27,18 +27,20 @@ import {
 const FIRST_TASK_HISTORY_LENGTH = 3;
 
 export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Promise<WebhookDeliveryResult> {
-  const startToCloseTimeout = input.httpTimeoutMs + ATTEMPT_MARGIN_MS;
   // Before version 2 every attempt was a task-queue activity. With max_retries 0 the only
   // attempt stays one: a lost worker must not cost it (see the lost first task below).
   if ((input.version ?? 1) < WEBHOOK_DELIVERY_WORKFLOW_VERSION || input.retryPolicy.max_retries === 0) {
-    return await taskQueueAttempts(input, 0, startToCloseTimeout);
+    return await taskQueueAttempts(input, 0);
   }
   // Only in the run's first task: after a lost one the local attempt may have been sent
   // without its result reaching history, so it counts as made and the task-queue activity
   // goes on with attempt 2 (a lost task that had not sent yet leaves a gap in the numbers,
   // as an attempt that fails before sending already does).
   if (workflowInfo().historyLength <= FIRST_TASK_HISTORY_LENGTH) {
-    const { deliverWebhookAttempt } = proxyLocalActivities<WebhookActivities>({ startToCloseTimeout, retry: { maximumAttempts: 1 } });
+    const { deliverWebhookAttempt } = proxyLocalActivities<WebhookActivities>({
+      startToCloseTimeout: attemptTimeoutMs(input.httpTimeoutMs),
+      retry: { maximumAttempts: 1 },
+    });
     try {
       return await deliverWebhookAttempt(input);
     } catch (err) {
@@ -48,7 +50,7 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
       await sleep(retryAfterMs(cause) ?? retryDelayMs(input.retryPolicy, 1));
     }
   }
-  return await taskQueueAttempts(input, 1, startToCloseTimeout);
+  return await taskQueueAttempts(input, 1);
 }
 
 /**
@@ -62,9 +64,9 @@ function retryAfterMs(cause: unknown): number | undefined {
 }
 
 /** The attempts after `localAttempts`, as the task-queue activity under the rest of the retry policy. */
-function taskQueueAttempts(input: WebhookDeliveryInput, localAttempts: number, startToCloseTimeout: number) {
+function taskQueueAttempts(input: WebhookDeliveryInput, localAttempts: number) {
   const { deliverWebhookAttempt } = proxyActivities<WebhookActivities>({
-    startToCloseTimeout,
+    startToCloseTimeout: attemptTimeoutMs(input.httpTimeoutMs),
     retry: buildDeliveryRetryPolicy(input.retryPolicy, localAttempts),
   });
   return deliverWebhookAttempt(localAttempts ? { ...input, localAttempts } : input);

@@ -19,7 +19,7 @@ import { TypedSearchAttributes, WorkflowExecutionAlreadyStartedError } from '@te
 import { hotQuery } from '../../db/hot-query';
 import type { Services } from '../../services';
 import { SearchAttributeKeys } from '../../../temporal/shared';
-import { deliveryWorkflowId, WEBHOOK_DELIVERY_WORKFLOW_TYPE, WEBHOOK_DELIVERY_WORKFLOW_VERSION, deliveryWorkflowTaskTimeoutMs, type WebhookDeliveryInput } from '../../../temporal/webhooks.shared';
+import { deliveryWorkflowId, WEBHOOK_DELIVERY_WORKFLOW_TYPE, newDeliveryStart, type NewDeliveryInput } from '../../../temporal/webhooks.shared';
 
 const PURGE_INTERVAL_MS = 3_600_000;
 /** How long after its last wake or find the dispatcher keeps polling, and how often. */
@@ -130,20 +130,18 @@ export class EventDispatcher {
   }
 
   private async startDelivery(event: EventRow, hook: HookRow): Promise<void> {
-    const input: WebhookDeliveryInput = {
+    const input: NewDeliveryInput = {
       eventId: event.id,
       webhookId: hook.id,
       organizationId: event.organization_id,
       retryPolicy: { max_retries: hook.max_retries, retry_delay_ms: hook.retry_delay_ms },
       httpTimeoutMs: this.services.config.WEBHOOK_TIMEOUT_MS,
-      version: WEBHOOK_DELIVERY_WORKFLOW_VERSION,
     };
     try {
       await this.services.temporal.client.workflow.start(WEBHOOK_DELIVERY_WORKFLOW_TYPE, {
         taskQueue: this.services.config.TEMPORAL_TASK_QUEUE,
         workflowId: deliveryWorkflowId(event.id, hook.id),
-        args: [input],
-        workflowTaskTimeout: deliveryWorkflowTaskTimeoutMs(input.httpTimeoutMs),
+        ...newDeliveryStart(input),
         // Never a second delivery workflow for this (event, webhook): not while one runs,
         // not after it closed.
         workflowIdReusePolicy: 'REJECT_DUPLICATE',

@@ -14,7 +14,7 @@ import { offsetOf, type Page } from '../../http/pagination';
 import { newId, randomBase62 } from '../../ids';
 import type { Services } from '../../services';
 import { type EventType, OutboxEvent } from '../events/event.entity';
-import { redeliveryWorkflowId, WEBHOOK_DELIVERY_WORKFLOW_TYPE, WEBHOOK_DELIVERY_WORKFLOW_VERSION, deliveryWorkflowTaskTimeoutMs, type WebhookDeliveryInput } from '../../../temporal/webhooks.shared';
+import { redeliveryWorkflowId, WEBHOOK_DELIVERY_WORKFLOW_TYPE, newDeliveryStart, type NewDeliveryInput } from '../../../temporal/webhooks.shared';
 import { buildEventPayload } from './webhook.delivery';
 import { Webhook, WebhookLog, type WebhookLogStatus } from './webhook.entity';
 import type { WebhookIn, WebhookUpdate } from './webhook.schemas';
@@ -152,21 +152,19 @@ export class WebhookService {
       'select max(attempt)::int as n from webhook_logs where webhook_id = ? and event_id = ?',
       [hook.id, event.id],
     );
-    const input: WebhookDeliveryInput = {
+    const input: NewDeliveryInput = {
       eventId: event.id,
       webhookId: hook.id,
       organizationId,
       retryPolicy: { max_retries: hook.maxRetries, retry_delay_ms: hook.retryDelayMs },
       httpTimeoutMs: this.services.config.WEBHOOK_TIMEOUT_MS,
-      version: WEBHOOK_DELIVERY_WORKFLOW_VERSION,
       previousAttempts: row?.n ?? 0,
     };
     const workflowId = redeliveryWorkflowId(event.id, hook.id, randomBase62(10));
     await this.services.temporal.client.workflow.start(WEBHOOK_DELIVERY_WORKFLOW_TYPE, {
       taskQueue: this.services.config.TEMPORAL_TASK_QUEUE,
       workflowId,
-      args: [input],
-      workflowTaskTimeout: deliveryWorkflowTaskTimeoutMs(input.httpTimeoutMs),
+      ...newDeliveryStart(input),
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       workflowIdConflictPolicy: 'FAIL',
     });
