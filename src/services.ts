@@ -19,6 +19,7 @@ import { createLogger, type Logger } from './logger';
 import { JwtVerifier } from './modules/applications/jwt-verifier';
 import { createOAuthServer, type OAuthServer } from './modules/oauth/oauth-provider';
 import { OAuthTokenVerifier } from './modules/oauth/oauth-token-verifier';
+import { MessageTargetsCache } from './modules/inbound/message-targets';
 import { createLazyTemporalClient, createTemporalClient, isTemporalReachable, type TemporalClient } from './temporal-client';
 import { createFileStorage, type FileStorage } from './modules/files/file-storage';
 
@@ -34,6 +35,8 @@ export interface Services {
   orm: Orm;
   /** The hottest reads' own small pg pool (db/hot-query.ts). */
   hotPool: HotPool;
+  /** Inbound messages' triggers, workflows and customers, kept in memory (modules/inbound/message-targets.ts). */
+  messageTargets: MessageTargetsCache;
   redis: Redis;
   temporal: TemporalClient;
   authenticator: Authenticator;
@@ -136,6 +139,7 @@ export async function createServices(config: Config, overrides: { logger?: Logge
     logger,
     orm,
     hotPool,
+    messageTargets: new MessageTargetsCache(hotPool),
     redis,
     temporal,
     authenticator: new Authenticator(orm, hotPool, config.AUTH_CACHE_TTL_MS, logger, [jwtVerifier, oauthTokens]),

@@ -9,7 +9,7 @@ import { createActivities } from '../../temporal/activities';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createTriggerActivities } from '../../temporal/activities/triggers.activities';
 import { triggerScheduleId } from '../../temporal/triggers.shared';
-import { readMessageTargets } from '../../src/modules/inbound/message.writes';
+import { MessageTargetsCache } from '../../src/modules/inbound/message-targets';
 import { waitFor } from '../helpers/wait';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { startTestWorker, type TestWorker } from '../helpers/temporal';
@@ -328,7 +328,7 @@ describe('trigger firing', () => {
       await mk('exact', live, { keywords: ['hello'], exact_match: true });
 
       const read = (organizationId: string, message: string, language?: string) =>
-        readMessageTargets(t.services.hotPool, organizationId, { channel: 'whatsapp', customer_id: 'someone', message }, language);
+        new MessageTargetsCache(t.services.hotPool).targets(organizationId, { channel: 'whatsapp', customer_id: 'someone', message }, language);
       const found = (await read(org, 'well hello there', 'en')).triggers;
       expect(found).toEqual([
         { triggerId: match, workflowId: live },

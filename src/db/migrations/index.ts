@@ -22,6 +22,7 @@ import { Migration20261127000100_deferred_rollups } from './Migration20261127000
 import { Migration20261128000100_deferred_counters } from './Migration20261128000100_deferred_counters';
 import { Migration20261129000100_sharded_rollups } from './Migration20261129000100_sharded_rollups';
 import { Migration20261129000200_throttled_event_notify } from './Migration20261129000200_throttled_event_notify';
+import { Migration20261130000200_message_target_versions } from './Migration20261130000200_message_target_versions';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -44,4 +45,5 @@ export const migrationsList = [
   { name: 'Migration20261128000100_deferred_counters', class: Migration20261128000100_deferred_counters },
   { name: 'Migration20261129000100_sharded_rollups', class: Migration20261129000100_sharded_rollups },
   { name: 'Migration20261129000200_throttled_event_notify', class: Migration20261129000200_throttled_event_notify },
+  { name: 'Migration20261130000200_message_target_versions', class: Migration20261130000200_message_target_versions },
 ];

@@ -19,7 +19,7 @@ export function inboundRoutes(services: Services): AnyRoute[] {
       status: 201,
       alsoAnswers: [[200, 'A redelivery (same provider_message_id on the channel): the first outcome; nothing new is recorded or started']],
       response: z.object({ data: InboundResultOut }),
-      // The matching triggers, workflows and customer are read while the limits are checked.
+      // The matching triggers, workflows and customer: from memory, or read while the limits are checked.
       prefetch: ({ body, credential }) => readTargets(services, credential.organizationId, body),
       async handler({ body, credential, prefetched }) {
         const received = await receiveMessage(services, credential.organizationId, body, prefetched);

@@ -9,8 +9,9 @@
  *   (trigger execution, `trigger.activated`) with its execution, and an execution for each
  *   active workflow of the channel whose own `configuration.trigger` keywords match and
  *   that no matching trigger already covers; at most one execution per workflow, each with
- *   its `workflow.started` event. The matching triggers and workflows are read just before,
- *   and the counters follow at commit (deferred triggers).
+ *   its `workflow.started` event. The matching triggers and workflows are known before
+ *   (`message-targets.ts`: mostly from memory, checked by the write), and the counters
+ *   follow at commit (deferred triggers).
  *
  * A message with a `provider_message_id` already received on the channel is a redelivery:
  * nothing is recorded or started and the first message's outcome is returned (the unique
@@ -26,7 +27,8 @@ import { failpoint } from '../../failpoints';
 import type { Services } from '../../services';
 import { dispatchExecution } from '../executions/execution.starter';
 import { deliverReply } from '../executions/reply-delivery';
-import { type InboundMessage, type MessageTargets, readMessageTargets, writeMessage } from './message.writes';
+import type { MessageTargets } from './message-targets';
+import { type InboundMessage, writeMessage } from './message.writes';
 import { isDeadlockOrSerialization, retrying } from '../../db/transaction';
 
 export interface InboundResult {
@@ -66,9 +68,12 @@ async function firstOutcome(services: Services, organizationId: string, msg: Inb
 
 const messageLanguage = (msg: InboundMessage) => (typeof msg.metadata?.language === 'string' ? msg.metadata.language : undefined);
 
-/** The read before the write: the route starts it beside the rate-limit check (its `prefetch`). */
-export function readTargets(services: Services, organizationId: string, msg: InboundMessage): Promise<MessageTargets> {
-  return readMessageTargets(services.hotPool, organizationId, msg, messageLanguage(msg));
+/**
+ * What the write needs, from memory or read: the route starts it beside the rate-limit
+ * check (its `prefetch`). `fresh`: read even what is cached (the write found it changed).
+ */
+export function readTargets(services: Services, organizationId: string, msg: InboundMessage, fresh = false): Promise<MessageTargets> {
+  return services.messageTargets.targets(organizationId, msg, messageLanguage(msg), fresh);
 }
 
 /** `prefetched`: `readTargets` of this message, already started; read here when absent. */
@@ -94,15 +99,23 @@ export async function receiveMessage(
 
 const MESSAGE_ID_KEY = 'messages_provider_message_id_key';
 const CUSTOMER_KEY = 'customers_organization_id_channel_external_id_key';
-/** A concurrent first message created the customer (read again: it exists now), or a deadlock. */
-const writeConflict = (err: unknown) => (err as { constraint?: string }).constraint === CUSTOMER_KEY || isDeadlockOrSerialization(err);
+/** The write's check: the organization's triggers or workflows changed since they were read. */
+const TARGETS_CHANGED = 'WAT01';
+/**
+ * Read again and write again: a concurrent first message created the customer (it exists
+ * now), the triggers or workflows changed since the plan, or a deadlock.
+ */
+const writeConflict = (err: unknown) => {
+  const { constraint, code } = err as { constraint?: string; code?: string };
+  return constraint === CUSTOMER_KEY || code === TARGETS_CHANGED || isDeadlockOrSerialization(err);
+};
 
 async function receiveNew(services: Services, organizationId: string, msg: InboundMessage, prefetched?: Promise<MessageTargets>): Promise<InboundResult> {
   const language = messageLanguage(msg);
-  let first = prefetched;
+  let first: Promise<MessageTargets> | undefined = prefetched ?? readTargets(services, organizationId, msg);
   const recorded = await retrying(writeConflict, async () => {
-    // A retry after a write conflict reads again: the conflict means the rows changed.
-    const targets = await (first ?? readTargets(services, organizationId, msg));
+    // A retry after a write conflict reads again, not from memory: the conflict means the rows changed.
+    const targets = await (first ?? readTargets(services, organizationId, msg, true));
     first = undefined;
     try {
       return await writeMessage(services.hotPool, targets, { organizationId, msg, language });
@@ -111,6 +124,7 @@ async function receiveNew(services: Services, organizationId: string, msg: Inbou
       throw err;
     }
   });
+  services.messageTargets.rememberCustomer(organizationId, msg, recorded.customerId);
   // Crash tests die here: everything above is committed, nothing is started or signalled yet.
   failpoint(services.config, 'message.after_commit');
 

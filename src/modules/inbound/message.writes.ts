@@ -1,8 +1,9 @@
 /**
- * The two statements of an inbound message (`POST /v1/messages`): one read of everything
- * the message may need (its matching candidates and its customer), then ONE statement that
- * writes all of it, atomic on its own. Both are named statements on the hot pool
- * (src/db/hot-query.ts), so PostgreSQL plans them once per connection.
+ * The write of an inbound message (`POST /v1/messages`): what the message may need is
+ * known before (`message-targets.ts`: its matching candidates and its customer, from
+ * memory or read), then ONE statement writes all of it, atomic on its own. It is a named
+ * statement on the hot pool (src/db/hot-query.ts), so PostgreSQL plans it once per
+ * connection.
  *
  * Why one statement instead of a transaction: the transaction was eleven round trips (three
  * reads, BEGIN, the customer upsert, the wait claim, the message, the executions, the
@@ -20,7 +21,10 @@
  * 3. unless a wait was claimed, the executions, firings and their events the message starts;
  * 4. the message, linked to the claimed execution (a reply) or to the first execution it
  *    started (delivered already), and its `message.received` event;
- * 5. `customer.created`, or `customer.updated` when the name changed.
+ * 5. `customer.created`, or `customer.updated` when the name changed;
+ * 6. the check that the organization's triggers and workflows are still those the plan was
+ *    made from (`check_message_target_version`): when they changed, the statement fails
+ *    with `WAT01` and undoes itself, and the caller reads them again and writes again.
  *
  * A redelivered provider message id fails the message insert on its unique index, which
  * undoes the whole statement: the caller answers with the first message's outcome.
@@ -34,9 +38,9 @@ import type { HotPool } from '../../db/hot-query';
 import { hotQuery } from '../../db/hot-query';
 import { newId } from '../../ids';
 import { type EventInput, outboxEventRow } from '../events/outbox';
-import { executionWorkflowInput, type PendingExecution, type RunnableWorkflow, workflowEventData } from '../executions/execution.starter';
-import { firingEventData, firingMetadata, messageMatches, messageTriggerMatches } from '../triggers/trigger-firing';
-import type { MessageTriggerConfig } from '../triggers/trigger.schemas';
+import { executionWorkflowInput, type PendingExecution, workflowEventData } from '../executions/execution.starter';
+import { firingEventData, firingMetadata } from '../triggers/trigger-firing';
+import type { MessageTargets } from './message-targets';
 
 export interface InboundMessage {
   channel: string;
@@ -53,56 +57,6 @@ export interface ClaimedWait {
   id: string;
   workflow_id: string;
   waiting_key: string | null;
-}
-
-const READ = {
-  name: 'inbound-message-read',
-  // The organization's active message triggers, read once for both sub-selects.
-  text: `with t as (
-      select id, workflow_id, channel, configuration, created_at from triggers
-       where organization_id = $1 and type = 'message' and status = 'active' and deleted_at is null
-    )
-    select
-    (select coalesce(jsonb_agg(jsonb_build_object('id', id, 'workflow_id', workflow_id, 'channel', channel, 'configuration', configuration) order by created_at, id), '[]')
-       from t) as triggers,
-    (select coalesce(jsonb_agg(jsonb_build_object('id', id, 'name', name, 'status', status, 'revision', revision, 'configuration', configuration, 'channel', channel)
-                               order by created_at, id), '[]')
-       from workflows where organization_id = $1 and status = 'active' and deleted_at is null
-        and (channel = $2 or id in (select workflow_id from t))) as workflows,
-    (select id from customers where organization_id = $1 and channel = $2 and external_id = $3) as customer_id`,
-};
-
-type WorkflowRow = RunnableWorkflow & { channel: string };
-
-/** What a message may start and who sent it, read before the write (nothing is locked). */
-export interface MessageTargets {
-  /** Matching active `message` triggers of active workflows, oldest first. */
-  triggers: Array<{ triggerId: string; workflowId: string }>;
-  /** Active workflows of the channel matched by their own keywords, oldest first. */
-  configured: string[];
-  workflows: Map<string, WorkflowRow>;
-  /** The customer's id when it exists. */
-  customerId: string | null;
-}
-
-export async function readMessageTargets(pool: HotPool, organizationId: string, msg: InboundMessage, language: string | undefined): Promise<MessageTargets> {
-  const [row] = await hotQuery<{
-    triggers: Array<{ id: string; workflow_id: string; channel: string; configuration: MessageTriggerConfig }>;
-    workflows: WorkflowRow[];
-    customer_id: string | null;
-  }>(pool, READ, [organizationId, msg.channel, msg.customer_id]);
-  const workflows = new Map(row!.workflows.filter((w) => w.configuration).map((w) => [w.id, w]));
-  const query = { channel: msg.channel, text: msg.message, ...(language ? { language } : {}) };
-  const triggers = row!.triggers
-    .filter((t) => workflows.has(t.workflow_id) && messageTriggerMatches(t, query))
-    .map((t) => ({ triggerId: t.id, workflowId: t.workflow_id }));
-  const configured = [...workflows.values()]
-    .filter((w) => {
-      const trigger = w.channel === msg.channel ? w.configuration!.trigger : undefined;
-      return trigger !== undefined && messageMatches({ keywords: trigger.keywords, case_sensitive: false, exact_match: false } as never, msg.message);
-    })
-    .map((w) => w.id);
-  return { triggers, configured, workflows, customerId: row!.customer_id };
 }
 
 const eventRow = (input: EventInput) => {
@@ -207,7 +161,8 @@ const write = (name: string, customer: string) => ({
       select id, organization_id, type, data, created_at from jsonb_populate_record(null::events, $17::jsonb)
        where $17::jsonb is not null and not (select created from cust) and (select old_name from cust) is distinct from $5::text
     )
-    select claim.id, claim.workflow_id, claim.waiting_key from claim`,
+    select v.current, claim.id, claim.workflow_id, claim.waiting_key
+      from (select check_message_target_version($1::text, $18::bigint) as current) v left join claim on true`,
 });
 
 const WRITE_NEW_CUSTOMER = write(
@@ -267,7 +222,7 @@ export async function writeMessage(
     },
   });
   const json = (v: unknown) => JSON.stringify(v);
-  const [claimed] = await hotQuery<ClaimedWait>(pool, targets.customerId ? WRITE_KNOWN_CUSTOMER : WRITE_NEW_CUSTOMER, [
+  const [row] = await hotQuery<{ id: string | null } & ClaimedWait>(pool, targets.customerId ? WRITE_KNOWN_CUSTOMER : WRITE_NEW_CUSTOMER, [
     organizationId, // $1
     msg.channel, // $2
     msg.customer_id, // $3
@@ -285,6 +240,8 @@ export async function writeMessage(
     json(received), // $15
     json(eventRow({ organizationId, type: 'customer.created', data: customerData, occurredAt: now })), // $16
     name === null ? null : json(eventRow({ organizationId, type: 'customer.updated', data: { ...customerData, changed: ['name'] }, occurredAt: now })), // $17
+    targets.version, // $18
   ]);
+  const claimed = row!.id === null ? undefined : { id: row!.id, workflow_id: row!.workflow_id, waiting_key: row!.waiting_key };
   return { messageId, customerId, waiting: claimed, started: claimed ? [] : plan.starts };
 }
