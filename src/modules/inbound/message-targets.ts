@@ -10,8 +10,10 @@
  *   caller then reads again (`fresh`) and writes again. So a cached plan is never acted on
  *   once its rows changed, and no process has to tell the others.
  * - A customer's id per (organization, channel, external id) never changes (customers are
- *   never deleted), so it is kept once known; an unknown one is read (it may have been
- *   created by another process), or, when the read finds none, created by the write.
+ *   never deleted), so it is kept once known. An unknown one is taken for a new customer
+ *   and not read: the write creates it, or finds that it exists (created by another
+ *   process, or before this one started), writes nothing and asks for a read
+ *   (`CustomerExists`), once per customer and process.
  *
  * Both caches are bounded (LRU): the candidates by the size of their JSON, the customers
  * by count.
@@ -68,11 +70,6 @@ const READ = {
     coalesce((select version from message_target_versions where organization_id = $1), 0)::text as version`,
 };
 
-const READ_CUSTOMER = {
-  name: 'inbound-message-read-customer',
-  text: 'select id from customers where organization_id = $1 and channel = $2 and external_id = $3',
-};
-
 /** Bounds of the caches: ~64 MB of candidates' JSON; 100k customer ids (~20 MB). */
 const CANDIDATES_MAX_BYTES = 64 * 1024 * 1024;
 const CUSTOMERS_MAX = 100_000;
@@ -80,15 +77,15 @@ const CUSTOMERS_MAX = 100_000;
 export class MessageTargetsCache {
   private readonly candidates = new LRUCache<string, Candidates>({ maxSize: CANDIDATES_MAX_BYTES });
   private readonly customers = new LRUCache<string, string>({ max: CUSTOMERS_MAX });
-  /** Reads of this process, by kind (the tests count them). */
-  readonly reads = { candidates: 0, customers: 0 };
+  /** Reads of this process (the tests count them). */
+  reads = 0;
 
   constructor(private readonly pool: HotPool) {}
 
   /**
-   * The targets of `msg`: from memory when its candidates and customer are known, else
-   * read (its candidates and customer in one statement, or only the customer). `fresh`
-   * reads both whatever is cached: the write found them changed.
+   * The targets of `msg`: its candidates from memory, or read with its customer in one
+   * statement; a customer not in memory is taken for a new one. `fresh` reads both even
+   * when they are in memory: the write found them changed.
    */
   async targets(organizationId: string, msg: InboundMessage, language: string | undefined, fresh = false): Promise<MessageTargets> {
     const channelKey = `${organizationId}\u0000${msg.channel}`;
@@ -96,7 +93,7 @@ export class MessageTargetsCache {
     let candidates = fresh ? undefined : this.candidates.get(channelKey);
     let customerId = fresh ? undefined : this.customers.get(customerKey);
     if (!candidates) {
-      this.reads.candidates++;
+      this.reads++;
       const [row] = await hotQuery<{ triggers: string; workflows: string; customer_id: string | null; version: string }>(this.pool, READ, [
         organizationId,
         msg.channel,
@@ -106,10 +103,6 @@ export class MessageTargetsCache {
       candidates = { version: row!.version, triggers: JSON.parse(row!.triggers), workflows: new Map(workflows.map((w) => [w.id, w])) };
       this.keepCandidates(channelKey, candidates, row!.triggers.length + row!.workflows.length);
       customerId = row!.customer_id ?? undefined;
-    } else if (customerId === undefined) {
-      this.reads.customers++;
-      const [row] = await hotQuery<{ id: string }>(this.pool, READ_CUSTOMER, [organizationId, msg.channel, msg.customer_id]);
-      customerId = row?.id;
     }
     if (customerId !== undefined) this.customers.set(customerKey, customerId);
     return match(candidates, customerId ?? null, msg, language);

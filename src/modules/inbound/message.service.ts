@@ -28,7 +28,7 @@ import type { Services } from '../../services';
 import { dispatchExecution } from '../executions/execution.starter';
 import { deliverReply } from '../executions/reply-delivery';
 import type { MessageTargets } from './message-targets';
-import { type InboundMessage, writeMessage } from './message.writes';
+import { CustomerExists, type InboundMessage, writeMessage } from './message.writes';
 import { isDeadlockOrSerialization, retrying } from '../../db/transaction';
 
 export interface InboundResult {
@@ -98,17 +98,15 @@ export async function receiveMessage(
 }
 
 const MESSAGE_ID_KEY = 'messages_provider_message_id_key';
-const CUSTOMER_KEY = 'customers_organization_id_channel_external_id_key';
 /** The write's check: the organization's triggers or workflows changed since they were read. */
 const TARGETS_CHANGED = 'WAT01';
 /**
- * Read again and write again: a concurrent first message created the customer (it exists
- * now), the triggers or workflows changed since the plan, or a deadlock.
+ * Read again and write again: the customer exists though its id was not known (another
+ * process or a concurrent first message created it), the triggers or workflows changed
+ * since the plan, or a deadlock.
  */
-const writeConflict = (err: unknown) => {
-  const { constraint, code } = err as { constraint?: string; code?: string };
-  return constraint === CUSTOMER_KEY || code === TARGETS_CHANGED || isDeadlockOrSerialization(err);
-};
+const writeConflict = (err: unknown) =>
+  err instanceof CustomerExists || (err as { code?: string }).code === TARGETS_CHANGED || isDeadlockOrSerialization(err);
 
 async function receiveNew(services: Services, organizationId: string, msg: InboundMessage, prefetched?: Promise<MessageTargets>): Promise<InboundResult> {
   const language = messageLanguage(msg);

@@ -12,10 +12,13 @@
  * (docs/performance.md). The write statement's data-modifying CTEs do in one pass what the
  * transaction did in order:
  *
- * 1. the customer: inserted when the read found none (a concurrent first message of the
- *    same customer makes this insert fail on the customers' unique key, and the caller
- *    reads and writes again), else counted, which locks its row and so orders the
- *    customer's own concurrent messages;
+ * 1. the customer: inserted when its id is not known (neither in memory nor found by a
+ *    read), else counted, which locks its row and so orders the customer's own concurrent
+ *    messages. When the customer exists after all (another process or a concurrent first
+ *    message created it), the insert does nothing, every write below is skipped with it,
+ *    and `writeMessage` throws `CustomerExists`: the caller reads and writes again. No
+ *    error is raised in PostgreSQL for this (a returning customer that this process has
+ *    not seen yet is the common case after a restart);
  * 2. the wait claim: the customer's newest open form wait on the channel, locked and closed
  *    (`for update`: exactly one of a reply, the form opening and its timeout wins);
  * 3. unless a wait was claimed, the executions, firings and their events the message starts;
@@ -51,6 +54,9 @@ export interface InboundMessage {
   /** The provider's id of the message: a second message with it on the channel is a redelivery. */
   provider_message_id?: string;
 }
+
+/** The customer the write was to create exists already: nothing was written (read its id, write again). */
+export class CustomerExists extends Error {}
 
 /** The open form wait a reply claimed: the execution and the prompt's dedupe key. */
 export interface ClaimedWait {
@@ -136,32 +142,33 @@ const write = (name: string, customer: string) => ({
     ex as (
       insert into executions (id, organization_id, workflow_id, revision, trigger_id, customer_id, channel, status, input, message_id, started_at)
       select id, organization_id, workflow_id, revision, trigger_id, customer_id, channel, status, input, message_id, started_at
-        from jsonb_populate_recordset(null::executions, $11::jsonb) where not exists (select 1 from claim)
+        from jsonb_populate_recordset(null::executions, $11::jsonb) where not exists (select 1 from claim) and exists (select 1 from cust)
     ),
     fired as (
       insert into trigger_executions (id, organization_id, trigger_id, workflow_id, execution_id, customer_id, channel, status, input, metadata, triggered_at)
       select id, organization_id, trigger_id, workflow_id, execution_id, customer_id, channel, status, input, metadata, triggered_at
-        from jsonb_populate_recordset(null::trigger_executions, $12::jsonb) where not exists (select 1 from claim)
+        from jsonb_populate_recordset(null::trigger_executions, $12::jsonb) where not exists (select 1 from claim) and exists (select 1 from cust)
     ),
     msg as (
       insert into messages (id, organization_id, customer_id, channel, direction, text, metadata, language, execution_id, reply_to_wait, provider_message_id, delivered_at)
       select $6::text, $1::text, $4::text, $2::text, 'inbound', $7::text, $8::jsonb, $9::text, coalesce(claim.id, $10::text), claim.waiting_key, $14::text,
              case when claim.id is null and $10::text is not null then now() end
-        from (select 1) one left join claim on true
+        from (select 1) one left join claim on true where exists (select 1 from cust)
     ),
     ev as (
       insert into events (id, organization_id, type, data, created_at)
-      select id, organization_id, type, data, created_at from jsonb_populate_recordset(null::events, $13::jsonb) where not exists (select 1 from claim)
+      select id, organization_id, type, data, created_at from jsonb_populate_recordset(null::events, $13::jsonb)
+       where not exists (select 1 from claim) and exists (select 1 from cust)
       union all
       select r.id, r.organization_id, r.type, case when claim.id is null then r.data else jsonb_set(r.data, '{execution_id}', to_jsonb(claim.id)) end, r.created_at
-        from jsonb_populate_record(null::events, $15::jsonb) r left join claim on true
+        from jsonb_populate_record(null::events, $15::jsonb) r left join claim on true where exists (select 1 from cust)
       union all
       select id, organization_id, type, data, created_at from jsonb_populate_record(null::events, $16::jsonb) where (select created from cust)
       union all
       select id, organization_id, type, data, created_at from jsonb_populate_record(null::events, $17::jsonb)
        where $17::jsonb is not null and not (select created from cust) and (select old_name from cust) is distinct from $5::text
     )
-    select v.current, claim.id, claim.workflow_id, claim.waiting_key
+    select v.current, exists (select 1 from cust) as written, claim.id, claim.workflow_id, claim.waiting_key
       from (select check_message_target_version($1::text, $18::bigint) as current) v left join claim on true`,
 });
 
@@ -170,6 +177,7 @@ const WRITE_NEW_CUSTOMER = write(
   `cust as (
      insert into customers (id, organization_id, channel, external_id, name, message_count, last_message_at)
      values ($4::text, $1::text, $2::text, $3::text, $5::text, 1, now())
+     on conflict (organization_id, channel, external_id) do nothing
      returning id, true as created, null::text as old_name
    )`,
 );
@@ -222,7 +230,7 @@ export async function writeMessage(
     },
   });
   const json = (v: unknown) => JSON.stringify(v);
-  const [row] = await hotQuery<{ id: string | null } & ClaimedWait>(pool, targets.customerId ? WRITE_KNOWN_CUSTOMER : WRITE_NEW_CUSTOMER, [
+  const [row] = await hotQuery<{ written: boolean; id: string | null } & ClaimedWait>(pool, targets.customerId ? WRITE_KNOWN_CUSTOMER : WRITE_NEW_CUSTOMER, [
     organizationId, // $1
     msg.channel, // $2
     msg.customer_id, // $3
@@ -242,6 +250,7 @@ export async function writeMessage(
     name === null ? null : json(eventRow({ organizationId, type: 'customer.updated', data: { ...customerData, changed: ['name'] }, occurredAt: now })), // $17
     targets.version, // $18
   ]);
+  if (!row!.written) throw new CustomerExists();
   const claimed = row!.id === null ? undefined : { id: row!.id, workflow_id: row!.workflow_id, waiting_key: row!.waiting_key };
   return { messageId, customerId, waiting: claimed, started: claimed ? [] : plan.starts };
 }
