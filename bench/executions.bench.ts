@@ -14,8 +14,8 @@
  * them). Throughput = completed executions per second.
  *
  * Prints per round, then the median and range over the rounds of: executions/s, the
- * `POST /v1/messages` answer time p50/p99 (targets ≤ 20 ms / ≤ 100 ms; sent and timed on a
- * thread of its own, bench/support/timed-post.ts, not on this busy event loop), message→success
+ * `POST /v1/messages` answer time p50/p99 (targets ≤ 20 ms / ≤ 100 ms; sent and timed by a
+ * client process of its own, bench/support/timed-post.ts, not on this busy event loop), message→success
  * p50/p99; and where a POST's time goes while ours runs: the Temporal start (after the
  * answer), what the database backends were doing (pg_stat_activity sampled every 50 ms:
  * lock waits, commit flushes, idle in transaction = waiting on this process), connection

@@ -1,41 +1,44 @@
 /**
- * POSTs sent and timed from a worker thread of their own. The executions benchmark runs our
+ * POSTs sent and timed by a client process of their own. The executions benchmark runs our
  * worker, the Temporal SDK and the load in one process, whose event loop is busy (its delay
  * p99 is ~20 ms under the benchmark's load): a response timed there waits for that loop
  * before its clock is read, so the POST's answer time would include the bench's own queue.
- * In a thread the request is sent, and its answer read and timed, on an idle loop, as a
- * client elsewhere would.
+ * A worker thread of that process (the first fix) still shared its scheduling: Linux groups
+ * a session's processes for CPU time (autogroup), and the bench's session holds our worker
+ * and the Temporal server, the two busiest processes of the run. This client is a process
+ * of its own session, as a client on another machine (or a container, whose cgroup is its
+ * own) would be; it exits with the bench (`disconnect`).
  */
-import { Worker } from 'node:worker_threads';
+import { type ChildProcess, spawn } from 'node:child_process';
 
-// Plain JavaScript (evaluated): the thread needs no TypeScript loader.
-const THREAD_SOURCE = `
-const { parentPort } = require('node:worker_threads');
-parentPort.on('message', async ({ id, url, headers, body }) => {
+// Plain JavaScript (evaluated): the client process needs no TypeScript loader.
+const CLIENT_SOURCE = `
+process.on('message', async ({ id, url, headers, body }) => {
   const sent = performance.now();
   try {
     const res = await fetch(url, { method: 'POST', headers, body });
     const text = await res.text();
-    parentPort.postMessage({ id, status: res.status, text, ms: performance.now() - sent });
+    process.send({ id, status: res.status, text, ms: performance.now() - sent });
   } catch (err) {
-    parentPort.postMessage({ id, error: String(err) });
+    process.send({ id, error: String(err) });
   }
-});`;
+});
+process.on('disconnect', () => process.exit(0));`;
 
 export interface TimedAnswer {
   status: number;
   text: string;
-  /** From the request's send to its whole answer read, on the thread's clock. */
+  /** From the request's send to its whole answer read, on the client's clock. */
   ms: number;
 }
 
 export class TimedPoster {
-  private readonly thread = new Worker(THREAD_SOURCE, { eval: true });
+  private readonly client: ChildProcess = spawn(process.execPath, ['-e', CLIENT_SOURCE], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], detached: true });
   private readonly waiting = new Map<number, { resolve: (a: TimedAnswer) => void; reject: (e: Error) => void }>();
   private nextId = 0;
 
   constructor() {
-    this.thread.on('message', (m: { id: number; error?: string } & TimedAnswer) => {
+    this.client.on('message', (m: { id: number; error?: string } & TimedAnswer) => {
       const w = this.waiting.get(m.id);
       this.waiting.delete(m.id);
       if (m.error !== undefined) w?.reject(new Error(m.error));
@@ -47,11 +50,14 @@ export class TimedPoster {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
-      this.thread.postMessage({ id, url, headers, body: JSON.stringify(body) });
+      this.client.send({ id, url, headers, body: JSON.stringify(body) });
     });
   }
 
-  close(): Promise<number> {
-    return this.thread.terminate();
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      this.client.once('exit', () => resolve());
+      this.client.kill();
+    });
   }
 }
