@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { Counter, Histogram } from 'prom-client';
 import type { DependencyMonitor } from '../dependency-monitor';
 import { classifyError, type Endpoints } from '../failures';
-import { AppError, toHttpError } from './errors';
+import { AppError, busyWithConflict, toHttpError } from './errors';
 
 /** Seconds a client is told to wait while a dependency is down: about how often we probe it, with margin. */
 export const SERVICE_UNAVAILABLE_RETRY_AFTER_S = 5;
@@ -97,9 +97,7 @@ function closeAfterUnreadBody(ctx: Context) {
  */
 function unavailableError(raw: unknown, dependencies: DependencyMonitor | undefined, endpoints: Endpoints): AppError | undefined {
   // A deadlock that outlived its transaction's retries (src/db/transaction.ts) is contention, not an outage.
-  if (raw instanceof DeadlockException) {
-    return new AppError(503, 'SERVICE_UNAVAILABLE', 'The service is busy with a conflicting change; retry shortly', { retryAfter: 1, headers: { 'Retry-After': '1' } });
-  }
+  if (raw instanceof DeadlockException) return busyWithConflict();
   const c = classifyError(raw, endpoints);
   if (c.kind !== 'infrastructure') return undefined;
   if (c.dependency !== 'unknown') dependencies?.reportDown(c.dependency, raw);

@@ -7,7 +7,7 @@ import { Migration } from '@mikro-orm/migrations';
  * Why: the API keeps those rows in memory so that `POST /v1/messages` does not read them
  * for every message (docs/performance.md, "Inbound messages", item 17). The message's write
  * statement checks that the version it was planned with is still the organization's
- * (`check_message_targets_version`), and fails with SQLSTATE `WAT01` when it is not; the
+ * (`check_message_target_version`), and fails with SQLSTATE `WAT01` when it is not; the
  * API then reads the rows again and writes again. So a message never acts on rows older
  * than its statement's start, whichever process changed them, with no cross-process signal.
  *

@@ -24,6 +24,7 @@
  * from PostgreSQL).
  */
 import { failpoint } from '../../failpoints';
+import { busyWithConflict } from '../../http/errors';
 import type { Services } from '../../services';
 import { dispatchExecution } from '../executions/execution.starter';
 import { deliverReply } from '../executions/reply-delivery';
@@ -121,6 +122,9 @@ async function receiveNew(services: Services, organizationId: string, msg: Inbou
       if ((err as { constraint?: string }).constraint === MESSAGE_ID_KEY) throw new Redelivery();
       throw err;
     }
+  }).catch((err: unknown) => {
+    // Conflicts that outlived the retries are contention, as a deadlock is: 503, never a 500.
+    throw writeConflict(err) ? busyWithConflict() : err;
   });
   services.messageTargets.rememberCustomer(organizationId, msg, recorded.customerId);
   // Crash tests die here: everything above is committed, nothing is started or signalled yet.
