@@ -246,6 +246,12 @@ describe('dependency outages', () => {
       "select count(*)::int as n from executions e join messages m on m.id = e.message_id where m.provider_message_id in ('wamid.1', 'wamid.2')",
     );
     expect(execs[0]!.n).toBe(2);
+    // Redeliveries count nothing for the customer, nor announce anything.
+    const [customer] = await t.query<{ message_count: number; received: number }>(
+      `select c.message_count, (select count(*)::int from events where type = 'message.received' and data->>'customer_id' = c.id) as received
+         from customers c where c.external_id = 'dup-1' and c.channel = 'whatsapp'`,
+    );
+    expect(customer).toEqual({ message_count: 2, received: 2 });
     // The same id on another channel is another message.
     const other = await send({ ...body, channel: 'instagram' });
     expect(other.status).toBe(201);

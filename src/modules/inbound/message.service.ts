@@ -14,8 +14,9 @@
  *   follow at commit (deferred triggers).
  *
  * A message with a `provider_message_id` already received on the channel is a redelivery:
- * nothing is recorded or started and the first message's outcome is returned (the unique
- * index decides between two concurrent deliveries; the loser's statement undoes itself).
+ * nothing is recorded or started and the first message's outcome is returned. The write
+ * finds it (no read before), and between two concurrent deliveries the unique index
+ * decides: the loser's statement undoes itself.
  *
  * Only after the commit is the reply signalled (executions' `deliverReply`) / are the
  * executions started on Temporal. A crash after the commit loses nothing: the reconciler
@@ -29,7 +30,7 @@ import type { Services } from '../../services';
 import { dispatchExecution } from '../executions/execution.starter';
 import { deliverReply } from '../executions/reply-delivery';
 import type { MessageTargets } from './message-targets';
-import { CustomerExists, type InboundMessage, writeMessage } from './message.writes';
+import { CustomerExists, type InboundMessage, Redelivery, writeMessage } from './message.writes';
 import { isDeadlockOrSerialization, retrying } from '../../db/transaction';
 
 export interface InboundResult {
@@ -39,9 +40,6 @@ export interface InboundResult {
   status: 'resumed' | 'started' | 'no_match';
   executions: Array<{ id: string; workflow_id: string; trigger_id: string | null; action: 'started' | 'resumed' }>;
 }
-
-/** The provider message id was already received on the channel: the statement undid itself. */
-class Redelivery extends Error {}
 
 /** What the first message with this id did: the outcome a redelivery answers with. */
 async function firstOutcome(services: Services, organizationId: string, msg: InboundMessage): Promise<InboundResult | undefined> {
@@ -84,10 +82,6 @@ export async function receiveMessage(
   msg: InboundMessage,
   prefetched?: Promise<MessageTargets>,
 ): Promise<{ duplicate: boolean; result: InboundResult }> {
-  if (msg.provider_message_id !== undefined) {
-    const first = await firstOutcome(services, organizationId, msg);
-    if (first) return { duplicate: true, result: first };
-  }
   try {
     return { duplicate: false, result: await receiveNew(services, organizationId, msg, prefetched) };
   } catch (err) {

@@ -29,8 +29,12 @@
  *    made from (`check_message_target_version`): when they changed, the statement fails
  *    with `WAT01` and undoes itself, and the caller reads them again and writes again.
  *
- * A redelivered provider message id fails the message insert on its unique index, which
- * undoes the whole statement: the caller answers with the first message's outcome.
+ * A redelivered provider message id is found by the statement itself (`dup`, in its
+ * snapshot): the customer is then not written, nor anything that needs it, and
+ * `writeMessage` throws `Redelivery`; the caller answers with the first message's outcome.
+ * A first delivery committed after the statement's snapshot fails the message insert on
+ * its unique index instead, which undoes the whole statement, with the same answer. So a
+ * message with a provider id costs no read before its write.
  *
  * The rows and event payloads are built here with the same builders the other paths use
  * (`workflowEventData`, `executionWorkflowInput`, `firingEventData`, `firingMetadata`); the
@@ -57,6 +61,9 @@ export interface InboundMessage {
 
 /** The customer the write was to create exists already: nothing was written (read its id, write again). */
 export class CustomerExists extends Error {}
+
+/** The provider message id was already received on the channel: nothing was written. */
+export class Redelivery extends Error {}
 
 /** The open form wait a reply claimed: the execution and the prompt's dedupe key. */
 export interface ClaimedWait {
@@ -128,10 +135,16 @@ function planStarts(targets: MessageTargets, m: { organizationId: string; custom
   return { executions, firings, events, starts };
 }
 
-/** The write statement; `customer` is the first CTE: insert (new customer) or count (known one). */
+/**
+ * The write statement; `customer` is its customer CTE: insert (new customer) or count (known
+ * one), skipped for a redelivery (`dup`), and every other write needs the customer's row.
+ */
 const write = (name: string, customer: string) => ({
   name,
-  text: `with ${customer},
+  text: `with dup as (
+      select 1 from messages where organization_id = $1::text and channel = $2::text and provider_message_id = $14::text
+    ),
+    ${customer},
     claim as (
       select e.id, e.workflow_id, e.waiting_key from executions e
        where e.organization_id = $1::text and e.customer_id = (select id from cust) and e.channel = $2::text
@@ -168,7 +181,7 @@ const write = (name: string, customer: string) => ({
       select id, organization_id, type, data, created_at from jsonb_populate_record(null::events, $17::jsonb)
        where $17::jsonb is not null and not (select created from cust) and (select old_name from cust) is distinct from $5::text
     )
-    select v.current, exists (select 1 from cust) as written, claim.id, claim.workflow_id, claim.waiting_key
+    select v.current, exists (select 1 from dup) as duplicate, exists (select 1 from cust) as written, claim.id, claim.workflow_id, claim.waiting_key
       from (select check_message_target_version($1::text, $18::bigint) as current) v left join claim on true`,
 });
 
@@ -176,7 +189,7 @@ const WRITE_NEW_CUSTOMER = write(
   'inbound-message-write-new-customer',
   `cust as (
      insert into customers (id, organization_id, channel, external_id, name, message_count, last_message_at)
-     values ($4::text, $1::text, $2::text, $3::text, $5::text, 1, now())
+     select $4::text, $1::text, $2::text, $3::text, $5::text, 1, now() where not exists (select 1 from dup)
      on conflict (organization_id, channel, external_id) do nothing
      returning id, true as created, null::text as old_name
    )`,
@@ -188,7 +201,7 @@ const WRITE_KNOWN_CUSTOMER = write(
    cust as (
      update customers set message_count = message_count + 1, last_message_at = now(), name = coalesce($5::text, name),
             updated_at = case when $5::text is not null and $5::text is distinct from name then now() else updated_at end
-      where id = $4::text and external_id = $3::text
+      where id = $4::text and external_id = $3::text and not exists (select 1 from dup)
       returning id, false as created, (select name from old) as old_name
    )`,
 );
@@ -230,7 +243,7 @@ export async function writeMessage(
     },
   });
   const json = (v: unknown) => JSON.stringify(v);
-  const [row] = await hotQuery<{ written: boolean; id: string | null } & ClaimedWait>(pool, targets.customerId ? WRITE_KNOWN_CUSTOMER : WRITE_NEW_CUSTOMER, [
+  const [row] = await hotQuery<{ duplicate: boolean; written: boolean; id: string | null } & ClaimedWait>(pool, targets.customerId ? WRITE_KNOWN_CUSTOMER : WRITE_NEW_CUSTOMER, [
     organizationId, // $1
     msg.channel, // $2
     msg.customer_id, // $3
@@ -250,6 +263,7 @@ export async function writeMessage(
     name === null ? null : json(eventRow({ organizationId, type: 'customer.updated', data: { ...customerData, changed: ['name'] }, occurredAt: now })), // $17
     targets.version, // $18
   ]);
+  if (row!.duplicate) throw new Redelivery();
   if (!row!.written) throw new CustomerExists();
   const claimed = row!.id === null ? undefined : { id: row!.id, workflow_id: row!.workflow_id, waiting_key: row!.waiting_key };
   return { messageId, customerId, waiting: claimed, started: claimed ? [] : plan.starts };
