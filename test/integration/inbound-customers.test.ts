@@ -5,6 +5,7 @@
  * every message, execution, firing and event of a message commits together.
  */
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
+import { greeterWithHelloTrigger } from '../helpers/inbound';
 import { waitFor } from '../helpers/wait';
 
 describe('inbound messages and their customer', () => {
@@ -19,18 +20,7 @@ describe('inbound messages and their customer', () => {
     const created = await t.createKey('admin');
     key = created.key;
     org = created.organizationId;
-    const wf = await t.request
-      .post('/v1/workflows')
-      .set(bearer(key))
-      .send({ name: 'Greeter', channel: 'whatsapp', configuration: { nodes: [{ id: 'n1', type: 'message', content: 'Hi' }] } });
-    workflowId = wf.body.data.id;
-    expect((await t.request.post(`/v1/workflows/${workflowId}/activate`).set(bearer(key))).status).toBe(200);
-    const trigger = await t.request
-      .post('/v1/triggers')
-      .set(bearer(key))
-      .send({ name: 'hello', type: 'message', workflow_id: workflowId, channel: 'whatsapp', configuration: { keywords: ['hello'] } });
-    expect(trigger.status).toBe(201);
-    triggerId = trigger.body.data.id;
+    ({ workflowId, triggerId } = await greeterWithHelloTrigger(t, key));
   });
   afterAll(() => t.close());
 

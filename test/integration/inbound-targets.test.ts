@@ -5,6 +5,7 @@
  * very next message (the write statement checks the version its plan was read at).
  */
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
+import { greeterWithHelloTrigger } from '../helpers/inbound';
 
 describe('inbound message targets kept in memory', () => {
   let t: TestApp;
@@ -16,18 +17,7 @@ describe('inbound message targets kept in memory', () => {
   beforeAll(async () => {
     t = await createTestApp({ RATE_LIMIT_CREDENTIAL_PER_HOUR: '100000', RATE_LIMIT_RESOURCE_WRITE_PER_HOUR: '100000' });
     ({ key, organizationId: org } = await t.createKey('admin'));
-    const wf = await t.request
-      .post('/v1/workflows')
-      .set(bearer(key))
-      .send({ name: 'Greeter', channel: 'whatsapp', configuration: { nodes: [{ id: 'n1', type: 'message', content: 'Hi' }] } });
-    workflowId = wf.body.data.id;
-    expect((await t.request.post(`/v1/workflows/${workflowId}/activate`).set(bearer(key))).status).toBe(200);
-    const trigger = await t.request
-      .post('/v1/triggers')
-      .set(bearer(key))
-      .send({ name: 'hello', type: 'message', workflow_id: workflowId, channel: 'whatsapp', configuration: { keywords: ['hello'] } });
-    expect(trigger.status).toBe(201);
-    triggerId = trigger.body.data.id;
+    ({ workflowId, triggerId } = await greeterWithHelloTrigger(t, key));
   });
   afterAll(() => t.close());
 
