@@ -38,8 +38,9 @@
  *
  * The rows and event payloads are built here with the same builders the other paths use
  * (`workflowEventData`, `executionWorkflowInput`, `firingEventData`, `firingMetadata`); the
- * customer's id is known before the statement (read, or generated for a new customer), so
- * no payload depends on what the statement finds except the claim, which it adds itself.
+ * customer's id is known before the statement (from memory, read, or generated for a new
+ * customer), so no payload depends on what the statement finds except the claim, which it
+ * adds itself.
  */
 import type { HotPool } from '../../db/hot-query';
 import { hotQuery } from '../../db/hot-query';
