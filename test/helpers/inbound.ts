@@ -1,8 +1,21 @@
 /** Set-up shared by the inbound message tests. */
-import { bearer, type TestApp } from './app';
+import { bearer, createTestApp, type TestApp } from './app';
 
-/** An active WhatsApp workflow "Greeter" (one message node) with a `message` trigger on "hello". */
-export async function greeterWithHelloTrigger(t: TestApp, key: string): Promise<{ workflowId: string; triggerId: string }> {
+export interface InboundTestApp {
+  t: TestApp;
+  /** An admin key of `org`. */
+  key: string;
+  org: string;
+  /** An active WhatsApp workflow "Greeter" (one message node)… */
+  workflowId: string;
+  /** …and its `message` trigger on "hello". */
+  triggerId: string;
+}
+
+/** A test app with limits high enough for bursts of messages, an admin key, and the greeter workflow with its trigger. */
+export async function inboundTestApp(): Promise<InboundTestApp> {
+  const t = await createTestApp({ RATE_LIMIT_CREDENTIAL_PER_HOUR: '100000', RATE_LIMIT_RESOURCE_WRITE_PER_HOUR: '100000' });
+  const { key, organizationId: org } = await t.createKey('admin');
   const wf = await t.request
     .post('/v1/workflows')
     .set(bearer(key))
@@ -14,5 +27,5 @@ export async function greeterWithHelloTrigger(t: TestApp, key: string): Promise<
     .set(bearer(key))
     .send({ name: 'hello', type: 'message', workflow_id: workflowId, channel: 'whatsapp', configuration: { keywords: ['hello'] } });
   expect(trigger.status).toBe(201);
-  return { workflowId, triggerId: trigger.body.data.id as string };
+  return { t, key, org, workflowId, triggerId: trigger.body.data.id as string };
 }

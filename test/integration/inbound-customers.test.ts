@@ -4,8 +4,8 @@
  * one customer and count every message; a name is taken when given and announced once;
  * every message, execution, firing and event of a message commits together.
  */
-import { bearer, createTestApp, type TestApp } from '../helpers/app';
-import { greeterWithHelloTrigger } from '../helpers/inbound';
+import { bearer, type TestApp } from '../helpers/app';
+import { inboundTestApp } from '../helpers/inbound';
 import { waitFor } from '../helpers/wait';
 
 describe('inbound messages and their customer', () => {
@@ -16,11 +16,7 @@ describe('inbound messages and their customer', () => {
   let triggerId: string;
 
   beforeAll(async () => {
-    t = await createTestApp({ RATE_LIMIT_CREDENTIAL_PER_HOUR: '100000', RATE_LIMIT_RESOURCE_WRITE_PER_HOUR: '100000' });
-    const created = await t.createKey('admin');
-    key = created.key;
-    org = created.organizationId;
-    ({ workflowId, triggerId } = await greeterWithHelloTrigger(t, key));
+    ({ t, key, org, workflowId, triggerId } = await inboundTestApp());
   });
   afterAll(() => t.close());
 

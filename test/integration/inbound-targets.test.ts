@@ -4,8 +4,8 @@
  * workflows, made by the API or by any other writer of the database, is acted on by the
  * very next message (the write statement checks the version its plan was read at).
  */
-import { bearer, createTestApp, type TestApp } from '../helpers/app';
-import { greeterWithHelloTrigger } from '../helpers/inbound';
+import { bearer, type TestApp } from '../helpers/app';
+import { inboundTestApp } from '../helpers/inbound';
 
 describe('inbound message targets kept in memory', () => {
   let t: TestApp;
@@ -15,9 +15,7 @@ describe('inbound message targets kept in memory', () => {
   let triggerId: string;
 
   beforeAll(async () => {
-    t = await createTestApp({ RATE_LIMIT_CREDENTIAL_PER_HOUR: '100000', RATE_LIMIT_RESOURCE_WRITE_PER_HOUR: '100000' });
-    ({ key, organizationId: org } = await t.createKey('admin'));
-    ({ workflowId, triggerId } = await greeterWithHelloTrigger(t, key));
+    ({ t, key, org, workflowId, triggerId } = await inboundTestApp());
   });
   afterAll(() => t.close());
 

@@ -48,7 +48,7 @@ export interface MessageTargets {
   /** Active workflows of the channel matched by their own keywords, oldest first. */
   configured: string[];
   workflows: Map<string, WorkflowRow>;
-  /** The customer's id when it exists. */
+  /** The customer's id when known (null: taken for a new customer). */
   customerId: string | null;
 }
 
@@ -70,6 +70,10 @@ const READ = {
     coalesce((select version from message_target_versions where organization_id = $1), 0)::text as version`,
 };
 
+// NUL cannot occur in an organization id or a channel, so the keys cannot run into each other.
+const candidatesKey = (organizationId: string, msg: InboundMessage) => `${organizationId}\u0000${msg.channel}`;
+const customersKey = (organizationId: string, msg: InboundMessage) => `${organizationId}\u0000${msg.channel}\u0000${msg.customer_id}`;
+
 /** Bounds of the caches: ~64 MB of candidates' JSON; 100k customer ids (~20 MB). */
 const CANDIDATES_MAX_BYTES = 64 * 1024 * 1024;
 const CUSTOMERS_MAX = 100_000;
@@ -88,8 +92,8 @@ export class MessageTargetsCache {
    * when they are in memory: the write found them changed.
    */
   async targets(organizationId: string, msg: InboundMessage, language: string | undefined, fresh = false): Promise<MessageTargets> {
-    const channelKey = `${organizationId}\u0000${msg.channel}`;
-    const customerKey = `${channelKey}\u0000${msg.customer_id}`;
+    const channelKey = candidatesKey(organizationId, msg);
+    const customerKey = customersKey(organizationId, msg);
     let candidates = fresh ? undefined : this.candidates.get(channelKey);
     let customerId = fresh ? undefined : this.customers.get(customerKey);
     if (!candidates) {
@@ -110,7 +114,7 @@ export class MessageTargetsCache {
 
   /** The customer of a message just written (created by it, or known before). */
   rememberCustomer(organizationId: string, msg: InboundMessage, customerId: string): void {
-    this.customers.set(`${organizationId}\u0000${msg.channel}\u0000${msg.customer_id}`, customerId);
+    this.customers.set(customersKey(organizationId, msg), customerId);
   }
 
   /** Keeps the newer of two reads: a slow read of an older version must not replace a newer one. */

@@ -53,9 +53,11 @@ export interface ExecutionRelation {
 export const successRatio = (success: number, failed: number) =>
   success + failed === 0 ? 0 : Math.round((success / (success + failed)) * 10_000) / 10_000;
 
+/** The spec's workflow `success_rate`: `successRatio`, or null for a workflow with no finished execution. */
+export const workflowSuccessRate = (success: number, failed: number) => (success + failed === 0 ? null : successRatio(success, failed));
+
 /**
- * `successRatio` in SQL (null instead of 0 when nothing finished, as the spec's
- * `success_rate`), for answers PostgreSQL writes as JSON: the same float8 arithmetic, and
+ * `workflowSuccessRate` in SQL, for answers PostgreSQL writes as JSON: the same float8 arithmetic, and
  * `floor(x + 0.5)` rounds ties up as `Math.round` does (PostgreSQL's `round` of a float8
  * rounds them to even). Checked against `successRatio` pair by pair in
  * test/integration/workflows-read.test.ts.

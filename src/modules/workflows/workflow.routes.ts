@@ -3,7 +3,7 @@ import { paginate, PaginationOut } from '../../http/pagination';
 import { MessageOut } from '../../http/openapi';
 import { type AnyRoute, defineRoute } from '../../http/route';
 import { z } from '../../http/zod';
-import { successRatio } from '../metrics/execution-metrics';
+import { workflowSuccessRate } from '../metrics/execution-metrics';
 import type { Services } from '../../services';
 import {
   classifyWorkflowIssue,
@@ -18,11 +18,6 @@ import {
 import type { Workflow } from './workflow.entity';
 import { readWorkflowAnswer, WorkflowService } from './workflow.service';
 
-/** The spec's `success_rate`: null for a workflow with no finished execution. */
-function successRate(success: number, failure: number): number | null {
-  return success + failure === 0 ? null : successRatio(success, failure);
-}
-
 /** A workflow as the list and the writes answer; `GET /v1/workflows/{id}` gets the same fields from SQL (`readWorkflowAnswer`). */
 function toWorkflowOut(
   wf: Pick<Workflow, 'id' | 'name' | 'description' | 'status' | 'channel' | 'executionCount' | 'successCount' | 'failureCount' | 'createdAt' | 'updatedAt'>,
@@ -36,7 +31,7 @@ function toWorkflowOut(
     created_at: wf.createdAt.toISOString(),
     updated_at: wf.updatedAt.toISOString(),
     execution_count: wf.executionCount,
-    success_rate: successRate(wf.successCount, wf.failureCount),
+    success_rate: workflowSuccessRate(wf.successCount, wf.failureCount),
   };
 }
 
