@@ -1,10 +1,12 @@
 /**
- * `npm run bench -- executions [--n 200] [--concurrency 20] [--rounds 3] [--warmup 40] [--cpu-prof FILE]`:
+ * `npm run bench -- executions [--n 200] [--concurrency 20] [--rounds 3] [--warmup 300] [--cpu-prof FILE]`:
  * N inbound messages through `POST /v1/messages`, each starting a two-node message
  * workflow, run to `success`. Baseline in the same run: N bare Temporal workflows of two
  * no-op activities each, started with the client on the same server, with a worker built
  * with the same settings. `rounds` interleaved rounds (ours, bare, ours, bare, ...), after
- * `warmup` uncounted executions of each side.
+ * `warmup` uncounted executions of each side. 300, not fewer: after 40 the API process was
+ * still warming up (its first round's POST p50 31–39 ms, the later rounds' 15–22 ms), so
+ * the rounds drifted instead of repeating (docs/performance.md, "Night of 2026-11-26").
  *
  * Both sides run with the same bounded concurrency: `concurrency` slots, each keeps ONE
  * execution in flight (ours: send the message, wait until its run has closed, which is
@@ -281,7 +283,7 @@ export async function run(args: string[]): Promise<void> {
   const n = arg(args, 'n', 200);
   const concurrency = arg(args, 'concurrency', 20);
   const rounds = arg(args, 'rounds', 3);
-  const warmup = arg(args, 'warmup', 40);
+  const warmup = arg(args, 'warmup', 300);
   const profileFile = optionArg(args, 'cpu-prof');
   const db = await benchDatabase();
   const temporal = await benchTemporal();

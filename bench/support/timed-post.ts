@@ -11,14 +11,28 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 
-// Plain JavaScript (evaluated): the client process needs no TypeScript loader.
+// Plain JavaScript (evaluated): the client process needs no TypeScript loader. node:http with
+// a keep-alive agent, as a load generator is (autocannon, in the api benchmark): fetch
+// (undici) spent 3–5 ms more per answer of this client's share of two saturated cores, in
+// alternating runs (docs/performance.md), time the POST's answer did not contain.
 const CLIENT_SOURCE = `
+const http = require('node:http');
+const agent = new http.Agent({ keepAlive: true });
+const post = (url, headers, body) => new Promise((resolve, reject) => {
+  const req = http.request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (res) => {
+    const chunks = [];
+    res.on('data', (c) => chunks.push(c));
+    res.on('end', () => resolve({ status: res.statusCode, text: Buffer.concat(chunks).toString() }));
+    res.on('error', reject);
+  });
+  req.on('error', reject);
+  req.end(body);
+});
 process.on('message', async ({ id, url, headers, body }) => {
   const sent = performance.now();
   try {
-    const res = await fetch(url, { method: 'POST', headers, body });
-    const text = await res.text();
-    process.send({ id, status: res.status, text, ms: performance.now() - sent });
+    const { status, text } = await post(url, headers, body);
+    process.send({ id, status, text, ms: performance.now() - sent });
   } catch (err) {
     process.send({ id, error: String(err) });
   }
