@@ -209,9 +209,10 @@ export async function run(args: string[]) {
   });
   const orm = await createOrm(db.url, config.DATABASE_POOL_MAX);
   let server: Server | undefined;
+  // Migrated first: the services read tables at start (the OAuth server's keys).
+  await migrate(orm);
   const services = await createServices(config, { orm });
   try {
-    await migrate(orm);
     const keys = new ApiKeyService(orm.em.fork());
     const org = await keys.ensureOrganization('bench');
     const { key } = await keys.create(org.id, 'bench', 'read');
