@@ -17,6 +17,7 @@ import { inputGuard } from './http/input-guard';
 import { requestContext, withNotFoundFallback } from './http/middleware';
 import { generateDocument, OpenAPIRegistry, registerOperationalDocs } from './http/openapi';
 import { routeByPrefix } from './http/prefix-router';
+import { forwardedByTrustedProxies, parseTrustProxy } from './http/trusted-proxies';
 import { type AnyRoute, mountRoutes } from './http/route';
 import { apiKeyRoutes } from './modules/api-keys/api-key.routes';
 import { applicationRoutes } from './modules/applications/application.routes';
@@ -66,7 +67,9 @@ const EXTRA_ROUTER_FACTORIES: Array<(s: Services) => Router> = [triggerReceiverR
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 export function createApp(services: Services) {
-  const app = new Koa({ proxy: true });
+  const trust = parseTrustProxy(services.config.TRUST_PROXY);
+  // X-Forwarded-* count only when TRUST_PROXY names our proxies (src/http/trusted-proxies.ts).
+  const app = new Koa({ proxy: trust.kind !== 'none' });
   const router = new Router();
 
   router.get('/healthz', (ctx) => {
@@ -89,6 +92,8 @@ export function createApp(services: Services) {
   });
   mountDocs(router);
 
+  // Only behind configured proxies: without them Koa ignores X-Forwarded-* and costs nothing.
+  if (trust.kind !== 'none') app.use(forwardedByTrustedProxies(trust));
   // Four layers, each as cheap as it can be: every layer costs every request (docs/performance.md).
   app.use(requestContext(services.logger, services.metrics, services));
   // The OAuth server and its pages take form bodies and answer in OAuth's own shapes.

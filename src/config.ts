@@ -4,6 +4,7 @@
  * with a message naming the variable.
  */
 import { z } from 'zod';
+import { parseTrustProxy } from './http/trusted-proxies';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -69,6 +70,18 @@ const envSchema = z.object({
   /** OAuth sign-in attempts allowed per email and per IP address in 15 minutes. */
   SIGNIN_ATTEMPTS_PER_EMAIL: positiveInt.default(10),
   SIGNIN_ATTEMPTS_PER_IP: positiveInt.default(50),
+  /**
+   * Which senders' X-Forwarded-For / -Proto / -Host are believed: unset trusts none; a
+   * number trusts that many proxy hops; otherwise addresses and CIDR ranges (comma-separated,
+   * or loopback, linklocal, uniquelocal). See src/http/trusted-proxies.ts.
+   */
+  TRUST_PROXY: z.string().default('').superRefine((value, ctx) => {
+    try {
+      parseTrustProxy(value);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    }
+  }),
   /** The `aud` every JWT must carry; unset = the public base URL. */
   JWT_AUDIENCE: z.string().min(1).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -18,6 +18,7 @@ import { StartStamps } from './modules/executions/start-stamps';
 import { createLogger, type Logger } from './logger';
 import { JwtVerifier } from './modules/applications/jwt-verifier';
 import { createOAuthServer, type OAuthServer } from './modules/oauth/oauth-provider';
+import { OAuthGrantService } from './modules/oauth/oauth-grants';
 import { OAuthTokenVerifier } from './modules/oauth/oauth-token-verifier';
 import { MessageTargetsCache } from './modules/inbound/message-targets';
 import { createLazyTemporalClient, createTemporalClient, isTemporalReachable, type TemporalClient } from './temporal-client';
@@ -42,6 +43,8 @@ export interface Services {
   authenticator: Authenticator;
   jwtVerifier: JwtVerifier;
   oauth: OAuthServer;
+  /** People's OAuth grants: listed and revoked by the grants page and the users API. */
+  oauthGrants: OAuthGrantService;
   rateLimiter: RateLimiter;
   limits: Record<LimitName, LimitRule>;
   idempotency: IdempotencyStore;
@@ -145,6 +148,7 @@ export async function createServices(config: Config, overrides: { logger?: Logge
     authenticator: new Authenticator(orm, hotPool, config.AUTH_CACHE_TTL_MS, logger, [jwtVerifier, oauthTokens]),
     jwtVerifier,
     oauth,
+    oauthGrants: new OAuthGrantService(orm, oauthTokens, oauth.resource),
     rateLimiter: new RateLimiter(redis, config.REDIS_KEY_PREFIX, logger),
     limits: limitRulesFromConfig(config),
     idempotency: new IdempotencyStore(orm),

@@ -138,7 +138,7 @@ export function generateDocument(registry: OpenAPIRegistry, baseUrl: string) {
     type: 'http',
     scheme: 'bearer',
     bearerFormat: 'JWT',
-    description: 'A JWT signed by a registered application (RS256, PS256, ES256 or EdDSA): iss = application id, aud, sub, iat, exp ≤ iat + 1 h, unique jti, scope.',
+    description: 'A JWT signed by a registered application (RS256, PS256, ES256 or EdDSA): iss = application id, aud, sub, iat, exp ≤ iat + 1 h, scope; valid for every request until exp, or single-use with a jti when the application has require_jti.',
   });
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',

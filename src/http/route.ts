@@ -45,8 +45,11 @@ export interface RouteDef<
   summary: string;
   tag: string;
   description?: string;
-  /** Required scope; every route under /v1 declares one. */
-  scope: Scope;
+  /**
+   * Required scope; every route under /v1 declares one. `null`: any valid credential,
+   * whatever its scopes (the contract's identity check, `GET /v1/me`).
+   */
+  scope: Scope | null;
   /** Per-operation limits counted besides the per-credential limit. */
   limits?: LimitName[];
   /**
@@ -130,7 +133,7 @@ async function handle(ctx: Context, route: AnyRoute, services: Services): Promis
   const checks: LimitCheck[] = [{ rule: services.limits.credential, subject: credential.limitSubject }];
   for (const name of route.limits ?? []) checks.push({ rule: services.limits[name], subject: credential.limitSubject });
   // Only a credential allowed to use the resource spends its budget (a read key's 403 does not).
-  if (route.resourceLimits && credential.scopes.has(route.scope)) {
+  if (route.resourceLimits && allows(credential, route.scope)) {
     checks.push(...(await route.resourceLimits({ params: ctx.params as Record<string, string>, credential })));
   }
   // The body is parsed once, here: a prefetch needs it before the limits; its error (if
@@ -142,7 +145,7 @@ async function handle(ctx: Context, route: AnyRoute, services: Services): Promis
   ctx.set(rateLimitHeaders(limit));
   if (!limit.allowed) throw rateLimitExceeded(limit);
 
-  requireScope(credential, route.scope);
+  if (route.scope) requireScope(credential, route.scope);
 
   const params = route.params ? parseInput(route.params, ctx.params, route.classify) : {};
   const query = route.query ? parseInput(route.query, { ...ctx.query }, route.classify) : {};
@@ -179,6 +182,9 @@ async function handle(ctx: Context, route: AnyRoute, services: Services): Promis
   }
 }
 
+/** Whether the credential may use a route of this scope (`null`: any credential may). */
+const allows = (credential: Credential, scope: Scope | null) => scope === null || credential.scopes.has(scope);
+
 /** The route's prefetch, when the request will most likely get to its handler (see `RouteDef.prefetch`). */
 function startPrefetch(
   route: AnyRoute,
@@ -186,7 +192,7 @@ function startPrefetch(
   parsedBody: z.ZodSafeParseResult<unknown> | undefined,
   services: Services,
 ): Promise<unknown> | undefined {
-  if (!route.prefetch || parsedBody?.success === false || !credential.scopes.has(route.scope)) return undefined;
+  if (!route.prefetch || parsedBody?.success === false || !allows(credential, route.scope)) return undefined;
   if (services.rateLimiter.refusedRecently(credential.limitSubject)) return undefined;
   const read = route.prefetch({ body: parsedBody?.data, credential });
   // Awaited by the handler, or dropped with the request: never an unhandled rejection.
@@ -228,7 +234,9 @@ function headersFor(status: number, method: Method) {
 }
 
 function registerOperation(registry: OpenAPIRegistry, route: AnyRoute) {
-  const errors: Array<[number, string, ResponseHeaderName[]?]> = [...(route.errors ?? []), ...COMMON_ERRORS];
+  // A route open to every credential has no 403 to answer.
+  const common = route.scope ? COMMON_ERRORS : COMMON_ERRORS.filter(([status]) => status !== 403);
+  const errors: Array<[number, string, ResponseHeaderName[]?]> = [...(route.errors ?? []), ...common];
   errors.push([400, route.params || route.query || route.body ? 'INVALID_REQUEST | MISSING_REQUIRED_FIELD' : 'INVALID_REQUEST']);
   if (route.method === 'post') errors.push([409, 'IDEMPOTENCY_KEY_REUSED | IDEMPOTENCY_KEY_IN_USE']);
   if (route.body) errors.push([413, 'PAYLOAD_TOO_LARGE'], [415, 'UNSUPPORTED_MEDIA_TYPE']);
@@ -271,7 +279,7 @@ function registerOperation(registry: OpenAPIRegistry, route: AnyRoute) {
     ...(route.description ? { description: route.description } : {}),
     tags: [route.tag],
     // Tokens (OAuth, JWT) need the route's scope; an API key needs the permission level that includes it.
-    security: [{ apiKey: [] }, { oauth2: [route.scope] }, { jwt: [route.scope] }],
+    security: [{ apiKey: [] }, { oauth2: route.scope ? [route.scope] : [] }, { jwt: route.scope ? [route.scope] : [] }],
     request: {
       ...(route.params ? { params: route.params as z.ZodObject } : {}),
       ...(route.query ? { query: route.query as z.ZodObject } : {}),

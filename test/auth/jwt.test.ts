@@ -41,10 +41,10 @@ describe('JWT applications', () => {
   const register = async (body: Record<string, unknown>) =>
     t.request.post('/v1/applications').set(bearer(admin)).send({ name: `app-${randomUUID()}`, ...body });
 
-  /** A token with sensible claims; `claims` overrides or removes (undefined) any of them. */
+  /** A token with exactly the contract's claims; `claims` adds, overrides or removes (undefined) any of them. */
   async function token(s: Signer, iss: string, claims: Record<string, unknown> = {}, header: Record<string, unknown> = {}) {
     const now = Math.floor(Date.now() / 1000);
-    const payload: Record<string, unknown> = { iss, sub: 'billing-service', aud: audience, iat: now, exp: now + 300, jti: randomUUID(), scope: 'workflows:read', ...claims };
+    const payload: Record<string, unknown> = { iss, sub: 'billing-service', aud: audience, iat: now, exp: now + 300, scope: 'workflows:read', ...claims };
     for (const k of Object.keys(payload)) if (payload[k] === undefined) delete payload[k];
     return new SignJWT(payload).setProtectedHeader({ alg: s.alg, kid: s.kid, ...header }).sign(s.privateKey);
   }
@@ -66,7 +66,30 @@ describe('JWT applications', () => {
       const res = await register({ scopes: ['workflows:read', 'workflows:write'], jwks: { keys: [es.publicJwk] } });
       expect(res.status).toBe(201);
       appId = res.body.data.id;
-      expect(res.body.data).toMatchObject({ id: expect.stringMatching(/^app_/), scopes: ['workflows:read', 'workflows:write'], jwks_uri: null, audience });
+      expect(res.body.data).toMatchObject({ id: expect.stringMatching(/^app_/), scopes: ['workflows:read', 'workflows:write'], jwks_uri: null, audience, require_jti: false });
+    });
+
+    it('accepts a token with exactly the contract’s claims (no jti) for every request until its exp', async () => {
+      const jwt = await token(es, appId);
+      expect(Object.keys(JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString())).sort()).toEqual(['aud', 'exp', 'iat', 'iss', 'scope', 'sub']);
+      for (let i = 0; i < 3; i++) expect((await call(jwt)).status).toBe(200);
+      // A jti, when sent, is not checked for replays unless the application asks for it.
+      const withJti = await token(es, appId, { jti: randomUUID() });
+      expect((await call(withJti)).status).toBe(200);
+      expect((await call(withJti)).status).toBe(200);
+      // Until exp (and its 60 s skew), not beyond: the same claims with an exp past.
+      const now = Math.floor(Date.now() / 1000);
+      expectInvalid(await call(await token(es, appId, { iat: now - 400, exp: now - 100 })));
+    });
+
+    it('answers /v1/me for a token whatever its scopes: only analytics:read', async () => {
+      const analyst = await signer('ES256');
+      const created = await register({ scopes: ['analytics:read'], jwks: { keys: [analyst.publicJwk] } });
+      const jwt = await token(analyst, created.body.data.id, { scope: 'analytics:read' });
+      const me = await call(jwt, '/v1/me');
+      expect(me.status).toBe(200);
+      expect(me.body.data).toMatchObject({ credential_type: 'jwt', credential_id: created.body.data.id, scopes: ['analytics:read'], sub: 'billing-service' });
+      expect((await call(jwt, '/v1/workflows')).status).toBe(403);
     });
 
     it('accepts RS256, PS256, ES256 and EdDSA tokens and describes them at /v1/me with their sub', async () => {
@@ -152,18 +175,50 @@ describe('JWT applications', () => {
       expectInvalid(await call(`${h}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${sig}`));
     });
 
-    it('refuses a replayed jti: 401 INVALID_TOKEN', async () => {
-      const jwt = await token(es, appId);
-      expect((await call(jwt)).status).toBe(200);
-      expectInvalid(await call(jwt));
+    it('with require_jti: refuses a token without jti and a replayed jti (401 INVALID_TOKEN); the option can be switched', async () => {
+      const s = await signer('ES256');
+      const created = await register({ scopes: ['workflows:read'], jwks: { keys: [s.publicJwk] }, require_jti: true });
+      expect([created.status, created.body.data.require_jti]).toEqual([201, true]);
+      const id = created.body.data.id;
+      expectInvalid(await call(await token(s, id)));
+      const once = await token(s, id, { jti: randomUUID() });
+      expect((await call(once)).status).toBe(200);
+      expectInvalid(await call(once));
+
+      const off = await t.request.put(`/v1/applications/${id}`).set(bearer(admin)).send({ require_jti: false });
+      expect([off.status, off.body.data.require_jti]).toEqual([200, false]);
+      const reusable = await token(s, id);
+      expect((await call(reusable)).status).toBe(200);
+      expect((await call(reusable)).status).toBe(200);
+      expect((await t.request.get(`/v1/applications/${id}`).set(bearer(admin))).body.data.require_jti).toBe(false);
+      expect((await t.request.post('/v1/applications').set(bearer(admin)).send({ name: 'x', scopes: ['workflows:read'], jwks: { keys: [s.publicJwk] }, require_jti: 'yes' })).status).toBe(400);
+    });
+
+    it('stops accepting a still-valid token within a second once its key is rotated out, in another process that had it cached', async () => {
+      const other = await createTestApp({ DATABASE_URL: t.databaseUrl, PUBLIC_BASE_URL: t.config.BASE_URL, WEBHOOK_EXTRA_CA_FILE: testCertificates().caFile });
+      try {
+        const [old, next] = await Promise.all([signer('ES256'), signer('ES256')]);
+        const created = await register({ scopes: ['workflows:read'], jwks: { keys: [old.publicJwk] } });
+        const jwt = await token(old, created.body.data.id);
+        expect((await other.request.get('/v1/workflows').set(bearer(jwt))).status).toBe(200);
+        const rotated = await t.request.put(`/v1/applications/${created.body.data.id}`).set(bearer(admin)).send({ jwks: { keys: [next.publicJwk] } });
+        expect(rotated.status).toBe(200);
+        expectInvalid(await call(jwt));
+        await new Promise((r) => setTimeout(r, other.config.AUTH_CACHE_TTL_MS + 50));
+        expectInvalid(await other.request.get('/v1/workflows').set(bearer(jwt)));
+        expect((await other.request.get('/v1/workflows').set(bearer(await token(next, created.body.data.id)))).status).toBe(200);
+      } finally {
+        await other.close();
+      }
     });
 
     it('stops accepting a deleted application’s tokens', async () => {
       const s = await signer('ES256');
       const created = await register({ scopes: ['workflows:read'], jwks: { keys: [s.publicJwk] } });
-      expect((await call(await token(s, created.body.data.id))).status).toBe(200);
+      const jwt = await token(s, created.body.data.id);
+      expect((await call(jwt)).status).toBe(200);
       expect((await t.request.delete(`/v1/applications/${created.body.data.id}`).set(bearer(admin))).status).toBe(200);
-      expectInvalid(await call(await token(s, created.body.data.id)));
+      expectInvalid(await call(jwt));
     });
   });
 

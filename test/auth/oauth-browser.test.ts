@@ -2,7 +2,8 @@
  * A real Chromium (Debian's package, driven by playwright-core) goes through the sign-in
  * and consent pages with JavaScript disabled and a phone-sized window: it signs in by the
  * field labels, approves and is redirected to the client with a code that openid-client
- * exchanges; a second run denies and the client gets error=access_denied.
+ * exchanges; a second run denies and the client gets error=access_denied; a third
+ * approves, then revokes the app on the connected-applications page.
  */
 import { execFileSync } from 'node:child_process';
 import * as oauth from 'openid-client';
@@ -90,6 +91,37 @@ describe('OAuth pages in a real browser', () => {
     const tokens = await oauth.authorizationCodeGrant(s.config, callback, { pkceCodeVerifier: s.verifier, expectedState: s.state });
     const me = await t.request.get('/v1/me').set(bearer(tokens.access_token));
     expect(me.body.data).toMatchObject({ credential_type: 'oauth', user_id: s.user.id, scopes: ['workflows:read', 'workflows:write'] });
+  });
+
+  it('lists the approved app on the connected-applications page, linked from consent, and revokes it', async () => {
+    const s = await start();
+    await s.page.goto(s.url.href);
+    await signIn(s.page, s.user);
+    const link = s.page.getByRole('link', { name: 'your connected applications' });
+    const grantsUrl = new URL((await link.getAttribute('href'))!, t.config.BASE_URL).href;
+    await s.page.getByRole('button', { name: 'Approve' }).click();
+    await s.page.waitForURL((u) => u.href.startsWith(REDIRECT));
+    const tokens = await oauth.authorizationCodeGrant(s.config, new URL(s.page.url()), { pkceCodeVerifier: s.verifier, expectedState: s.state });
+    expect((await t.request.get('/v1/workflows').set(bearer(tokens.access_token))).status).toBe(200);
+
+    // The consent page's link fills in the organization; the person signs in by the labels.
+    await s.page.goto(grantsUrl);
+    await s.page.getByRole('heading', { name: 'Connected applications' }).waitFor();
+    expect(await s.page.getByLabel('Organization').inputValue()).not.toBe('');
+    await s.page.getByLabel('Email').fill(s.user.email);
+    await s.page.getByLabel('Password').fill(s.user.password);
+    await s.page.getByRole('button', { name: 'Sign in' }).click();
+    await s.page.getByRole('heading', { name: s.registered.name }).waitFor();
+    expect(await s.page.getByText('Create and change workflows').isVisible()).toBe(true);
+    expect(await fitsThePhone(s.page)).toBe(true);
+
+    await s.page.getByRole('button', { name: `Revoke access for ${s.registered.name}` }).click();
+    await s.page.getByText(`${s.registered.name} can no longer access your organization.`).waitFor();
+    expect(await s.page.getByRole('heading', { name: s.registered.name }).count()).toBe(0);
+    await new Promise((r) => setTimeout(r, t.config.AUTH_CACHE_TTL_MS + 50));
+    const refused = await t.request.get('/v1/workflows').set(bearer(tokens.access_token));
+    expect([refused.status, refused.body.error.code]).toEqual([401, 'INVALID_TOKEN']);
+    await expect(oauth.refreshTokenGrant(s.config, tokens.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
   });
 
   it('denies, and the client gets error=access_denied', async () => {

@@ -333,6 +333,20 @@ describe('OAuth 2.0 authorization server', () => {
     });
   });
 
+  it('answers /v1/me for a token whatever its scopes: only analytics:read', async () => {
+    const s = await signedIn({ role: 'read', scopes: ['analytics:read'], scope: 'analytics:read' });
+    const tokens = await oauth.authorizationCodeGrant(s.config, s.callback, { pkceCodeVerifier: s.verifier, expectedState: s.state });
+    expect(tokens.scope).toBe('analytics:read');
+    const me = await t.request.get('/v1/me').set(bearer(tokens.access_token));
+    expect(me.status).toBe(200);
+    expect(me.body.data).toMatchObject({ credential_type: 'oauth', user_id: s.user.id, client_id: s.registered.client_id, scopes: ['analytics:read'] });
+    const workflows = await t.request.get('/v1/workflows').set(bearer(tokens.access_token));
+    expect([workflows.status, workflows.body.error.code]).toEqual([403, 'SCOPE_INSUFFICIENT']);
+    const doc = (await t.request.get('/v1/openapi.json')).body;
+    expect(doc.paths['/v1/me'].get.security).toEqual([{ apiKey: [] }, { oauth2: [] }, { jwt: [] }]);
+    expect(doc.paths['/v1/me'].get.responses).not.toHaveProperty(['403']);
+  });
+
   describe('/v1/oauth-clients', () => {
     it('shows the secret once, lists without it, rotates it, and deleting a client ends its tokens', async () => {
       const s = await signedIn();

@@ -15,6 +15,8 @@ export interface Page {
 
 export class FormBrowser {
   private readonly cookies = new Map<string, string>();
+  /** Sent with every request (a proxy's X-Forwarded-For, say). */
+  headers: Record<string, string> = {};
 
   constructor(private readonly origin: string) {}
 
@@ -33,7 +35,7 @@ export class FormBrowser {
   private async request(url: string, init: RequestInit = {}): Promise<Page> {
     const absolute = new URL(url, this.origin).href;
     const cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
-    const res = await fetch(absolute, { ...init, redirect: 'manual', headers: { ...(init.headers as Record<string, string>), ...(cookie ? { cookie } : {}) } });
+    const res = await fetch(absolute, { ...init, redirect: 'manual', headers: { ...this.headers, ...(init.headers as Record<string, string>), ...(cookie ? { cookie } : {}) } });
     this.remember(res);
     const location = res.headers.get('location') ?? undefined;
     return { status: res.status, url: absolute, html: await res.text(), ...(location ? { location: new URL(location, absolute).href } : {}) };

@@ -23,6 +23,7 @@ import { Migration20261128000100_deferred_counters } from './Migration2026112800
 import { Migration20261129000100_sharded_rollups } from './Migration20261129000100_sharded_rollups';
 import { Migration20261129000200_throttled_event_notify } from './Migration20261129000200_throttled_event_notify';
 import { Migration20261130000200_message_target_versions } from './Migration20261130000200_message_target_versions';
+import { Migration20261201000100_application_require_jti } from './Migration20261201000100_application_require_jti';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -46,4 +47,5 @@ export const migrationsList = [
   { name: 'Migration20261129000100_sharded_rollups', class: Migration20261129000100_sharded_rollups },
   { name: 'Migration20261129000200_throttled_event_notify', class: Migration20261129000200_throttled_event_notify },
   { name: 'Migration20261130000200_message_target_versions', class: Migration20261130000200_message_target_versions },
+  { name: 'Migration20261201000100_application_require_jti', class: Migration20261201000100_application_require_jti },
 ];

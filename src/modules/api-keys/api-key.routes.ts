@@ -64,9 +64,9 @@ export function apiKeyRoutes(services: Services): AnyRoute[] {
       method: 'get',
       path: '/v1/me',
       operationId: 'getMe',
-      summary: 'Describe the credential used for this request',
+      summary: 'Describe the credential used for this request (the identity check: any valid credential, whatever its scopes)',
       tag: 'Authentication',
-      scope: 'workflows:read',
+      scope: null,
       response: z.object({ data: MeOut }),
       async handler({ credential: c }) {
         return {

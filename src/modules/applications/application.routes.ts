@@ -17,6 +17,7 @@ export function applicationRoutes(services: Services): AnyRoute[] {
     jwks: a.jwks as z.output<typeof ApplicationOut>['jwks'],
     jwks_uri: a.jwksUri,
     audience: services.config.JWT_AUDIENCE_EFFECTIVE,
+    require_jti: a.requireJti,
     created_at: a.createdAt.toISOString(),
     updated_at: a.updatedAt.toISOString(),
   });

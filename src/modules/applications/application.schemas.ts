@@ -21,12 +21,17 @@ export const Jwks = z
 
 const ScopeList = z.array(z.enum(SCOPES)).min(1).max(SCOPES.length);
 
+const RequireJti = z.boolean().openapi({
+  description: 'Replay protection: every token must carry a `jti`, accepted once. Off: a token is a bearer credential, valid for every request until its `exp`',
+});
+
 export const ApplicationIn = z
   .strictObject({
     name: z.string().trim().min(1).max(200),
     scopes: ScopeList.openapi({ description: 'The most a token of this application may claim' }),
     jwks: Jwks.optional(),
     jwks_uri: z.string().max(2048).optional().openapi({ description: 'HTTPS URL of the JWK set; fetched with the webhook address rules and cached 10 min' }),
+    require_jti: RequireJti.default(false),
   })
   .openapi('ApplicationCreate', { description: 'Exactly one of `jwks` and `jwks_uri`' });
 
@@ -36,6 +41,7 @@ export const ApplicationUpdate = z
     scopes: ScopeList.optional(),
     jwks: Jwks.optional(),
     jwks_uri: z.string().max(2048).optional(),
+    require_jti: RequireJti.optional(),
   })
   .openapi('ApplicationUpdate', { description: 'Replace the key source (one of `jwks`, `jwks_uri`) to rotate keys' });
 
@@ -47,6 +53,7 @@ export const ApplicationOut = z
     jwks: Jwks.nullable(),
     jwks_uri: z.string().nullable(),
     audience: z.string().openapi({ description: 'The `aud` every token must carry' }),
+    require_jti: RequireJti,
     created_at: z.string(),
     updated_at: z.string(),
   })

@@ -65,6 +65,7 @@ export class ApplicationService {
       organizationId,
       name: input.name,
       scopes: input.scopes,
+      requireJti: input.require_jti,
       ...keySource(input, this.allowPrivateNetworks),
     });
     await flushOrConflict(this.em, nameTaken);
@@ -90,6 +91,7 @@ export class ApplicationService {
     const app = await this.get(organizationId, id);
     if (input.name !== undefined) app.name = input.name;
     if (input.scopes !== undefined) app.scopes = input.scopes;
+    if (input.require_jti !== undefined) app.requireJti = input.require_jti;
     if (input.jwks !== undefined || input.jwks_uri !== undefined) Object.assign(app, keySource(input, this.allowPrivateNetworks));
     app.updatedAt = new Date();
     await flushOrConflict(this.em, nameTaken);

@@ -5,10 +5,12 @@
  * - `iss` names an application of the service; its registered keys (inline, or fetched
  *   from its `jwks_uri` through the webhook SSRF guard and cached 10 min) verify the
  *   signature, and the header `kid` selects the key;
- * - `aud` = JWT_AUDIENCE; `exp`, `iat`, `sub` and `jti` required; `exp` at most 1 h after
- *   `iat`; 60 s of clock skew;
+ * - `aud` = JWT_AUDIENCE; `exp`, `iat` and `sub` required; `exp` at most 1 h after `iat`;
+ *   60 s of clock skew;
  * - `scope` may only hold the application's scopes (a wider claim is 403 SCOPE_INSUFFICIENT);
- * - a `jti` is accepted once: it is remembered in Redis until the token expires.
+ * - a token is a bearer credential: the contract's claims alone make it valid for every
+ *   request until `exp`. An application registered with `require_jti` opts into replay
+ *   protection: its tokens need a `jti`, accepted once (remembered in Redis until `exp`).
  * Applications are cached in-process for AUTH_CACHE_TTL_MS, so deleting one or rotating
  * its keys bites within a second in every process.
  */
@@ -105,7 +107,7 @@ export class JwtVerifier implements BearerVerifier {
         clockTolerance: CLOCK_SKEW_S,
         // Also refuses an iat in the future (beyond the skew).
         maxTokenAge: MAX_LIFETIME_S,
-        requiredClaims: ['exp', 'iat', 'sub', 'jti'],
+        requiredClaims: app.requireJti ? ['exp', 'iat', 'sub', 'jti'] : ['exp', 'iat', 'sub'],
       }));
     } catch (err) {
       throw invalidToken(describeJoseError(err));
@@ -113,8 +115,9 @@ export class JwtVerifier implements BearerVerifier {
     const exp = payload.exp!;
     const iat = payload.iat!;
     if (exp - iat > MAX_LIFETIME_S) throw invalidToken(`JWT lifetime (exp - iat) exceeds ${MAX_LIFETIME_S} s`);
-    if (typeof payload.sub !== 'string' || typeof payload.jti !== 'string' || payload.jti.length > 200) {
-      throw invalidToken('JWT sub and jti must be strings (jti at most 200 characters)');
+    if (typeof payload.sub !== 'string') throw invalidToken('JWT sub must be a string');
+    if (payload.jti !== undefined && (typeof payload.jti !== 'string' || payload.jti.length > 200)) {
+      throw invalidToken('JWT jti must be a string of at most 200 characters');
     }
 
     const claimed = typeof payload.scope === 'string' ? payload.scope.split(' ').filter(Boolean) : [];
@@ -122,7 +125,7 @@ export class JwtVerifier implements BearerVerifier {
     const beyond = claimed.find((s) => !allowed.has(s));
     if (beyond) throw scopeInsufficient(`JWT scope ${beyond} is not granted to application ${app.id}`, beyond);
 
-    await this.claimJti(app.id, payload.jti, exp);
+    if (app.requireJti) await this.claimJti(app.id, payload.jti!, exp);
     return {
       type: 'jwt',
       id: app.id,

@@ -16,7 +16,7 @@ import type { Context } from 'koa';
 import { koaBody } from 'koa-body';
 import type { Interaction } from 'oidc-provider';
 import { PERMISSION_SCOPES, SCOPES, type Scope } from '../../http/auth';
-import type { LimitRule } from '../../http/rate-limit';
+import type { LimitCheck, LimitRule } from '../../http/rate-limit';
 import type { Services } from '../../services';
 import { Organization } from '../organizations/organization.entity';
 import { User } from '../users/user.entity';
@@ -36,12 +36,27 @@ class PageError extends Error {
   }
 }
 
-export function interactionRouter(services: Services): Router {
-  const { provider, resource, cookieKey } = services.oauth;
+/** Sign-in attempts per email (of one organization) and per client IP: shared by every sign-in form. */
+export function signInLimitChecks(services: Services, organizationId: string, email: string, ip: string): LimitCheck[] {
   const limits: Record<'email' | 'ip', LimitRule> = {
     email: { name: 'signin_email', limit: services.config.SIGNIN_ATTEMPTS_PER_EMAIL, windowMs: FIFTEEN_MINUTES },
     ip: { name: 'signin_ip', limit: services.config.SIGNIN_ATTEMPTS_PER_IP, windowMs: FIFTEEN_MINUTES },
   };
+  return [
+    { rule: limits.email, subject: `${organizationId}:${email}` },
+    { rule: limits.ip, subject: ip },
+  ];
+}
+
+/** The security headers of every OAuth page: never framed (clickjacking on a button), no script, never cached. */
+export const PAGE_HEADERS = {
+  'X-Frame-Options': 'DENY',
+  'Content-Security-Policy': "frame-ancestors 'none'; default-src 'none'; style-src 'unsafe-inline'",
+  'Cache-Control': 'no-store',
+};
+
+export function interactionRouter(services: Services): Router {
+  const { provider, resource, cookieKey } = services.oauth;
   const csrfFor = (uid: string) => createHmac('sha256', cookieKey).update(`csrf:${uid}`).digest('base64url');
 
   const router = new Router({ prefix: '/oauth/interaction/:uid' });
@@ -49,7 +64,7 @@ export function interactionRouter(services: Services): Router {
 
   // Pages are HTML, never framed (clickjacking on Approve), never cached.
   router.use(async (ctx, next) => {
-    ctx.set({ 'X-Frame-Options': 'DENY', 'Content-Security-Policy': "frame-ancestors 'none'; default-src 'none'; style-src 'unsafe-inline'", 'Cache-Control': 'no-store' });
+    ctx.set(PAGE_HEADERS);
     try {
       await next();
     } catch (err) {
@@ -109,8 +124,9 @@ export function interactionRouter(services: Services): Router {
     if (granted.length === 0) {
       return finish(ctx, { error: 'invalid_scope', error_description: 'None of the requested scopes can be granted to this user' });
     }
+    const org = await services.orm.em.fork().findOneOrFail(Organization, { id: client.organizationId });
     ctx.type = 'html';
-    ctx.body = renderConsentPage({ uid: details.uid, csrf: csrfFor(details.uid), clientName: client.name, email: user.email, scopes: granted });
+    ctx.body = renderConsentPage({ uid: details.uid, csrf: csrfFor(details.uid), clientName: client.name, email: user.email, organizationName: org.name, scopes: granted });
   });
 
   router.post('/login', form, async (ctx) => {
@@ -120,10 +136,7 @@ export function interactionRouter(services: Services): Router {
     const body = ctx.request.body as Record<string, unknown>;
     const email = String(body.email ?? '').trim().toLowerCase().slice(0, 320);
     const password = String(body.password ?? '').slice(0, 1024);
-    const limit = await services.rateLimiter.check([
-      { rule: limits.email, subject: `${client.organizationId}:${email}` },
-      { rule: limits.ip, subject: ctx.ip },
-    ]);
+    const limit = await services.rateLimiter.check(signInLimitChecks(services, client.organizationId, email, ctx.ip));
     if (!limit.allowed) {
       ctx.status = 429;
       ctx.set('Retry-After', String(limit.retryAfterSeconds));

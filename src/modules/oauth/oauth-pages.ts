@@ -1,5 +1,6 @@
 /**
- * Owns the server-rendered pages of the authorization server: sign-in, consent and error.
+ * Owns the server-rendered pages of the authorization server: sign-in, consent, error, and
+ * the signed-in person's connected applications (their grants).
  * Plain HTML forms (no JavaScript), a hidden CSRF token in every form, labels on every
  * field, visible focus rings, large touch targets, and a layout that reads on a phone.
  */
@@ -21,6 +22,9 @@ input{width:100%;padding:.7rem .75rem;font-size:1rem;border:1px solid #6b7280;bo
 button{min-height:2.75rem;padding:.6rem 1.2rem;font-size:1rem;font-weight:600;border-radius:.5rem;border:2px solid #1d4ed8;cursor:pointer}
 .primary{background:#1d4ed8;color:#fff}.secondary{background:#fff;color:#1d4ed8}
 input:focus-visible,button:focus-visible{outline:3px solid #f59e0b;outline-offset:2px}
+a{color:#1d4ed8}a:focus-visible{outline:3px solid #f59e0b;outline-offset:2px}
+.grant{border-top:1px solid #e5e7eb;padding:1rem 0}.grant h2{font-size:1.1rem;margin:0 0 .25rem}
+.notice{background:#ecfdf5;color:#065f46;border:1px solid #6ee7b7;border-radius:.5rem;padding:.6rem .75rem}
 .actions{display:flex;gap:.75rem;flex-wrap:wrap;margin-top:1.5rem}.actions form{margin:0}
 ul{padding-left:1.25rem}li{margin:.35rem 0}
 .error{background:#fef2f2;color:#991b1b;border:1px solid #fca5a5;border-radius:.5rem;padding:.6rem .75rem}
@@ -56,7 +60,10 @@ ${alert(p.error)}
   );
 }
 
-export function renderConsentPage(p: { uid: string; csrf: string; clientName: string; email: string; scopes: Scope[] }): string {
+/** Where a person lists and revokes the applications they approved (oauth-account.ts). */
+export const grantsPageUrl = (organizationName: string) => `/oauth/grants?organization=${encodeURIComponent(organizationName)}`;
+
+export function renderConsentPage(p: { uid: string; csrf: string; clientName: string; email: string; organizationName: string; scopes: Scope[] }): string {
   const items = p.scopes.map((s) => `<li>${escapeHtml(SCOPE_WORDS[s])} <span class="muted">(${escapeHtml(s)})</span></li>`).join('');
   return layout(
     `Allow ${p.clientName}?`,
@@ -64,7 +71,7 @@ export function renderConsentPage(p: { uid: string; csrf: string; clientName: st
 <p>Signed in as <strong>${escapeHtml(p.email)}</strong>.</p>
 <p><strong>${escapeHtml(p.clientName)}</strong> is asking to:</p>
 <ul>${items}</ul>
-<p class="muted">You can revoke this access later.</p>
+<p class="muted">You can revoke this access later on <a href="${escapeHtml(grantsPageUrl(p.organizationName))}">your connected applications</a> page.</p>
 <div class="actions">
 <form method="post" action="/oauth/interaction/${escapeHtml(p.uid)}/confirm">
 <input type="hidden" name="csrf" value="${escapeHtml(p.csrf)}">
@@ -80,4 +87,59 @@ export function renderConsentPage(p: { uid: string; csrf: string; clientName: st
 
 export function renderErrorPage(error: string, description?: string): string {
   return layout('Something went wrong', `<h1>Something went wrong</h1>${alert(description ?? error)}<p class="muted">Error: ${escapeHtml(error)}</p>`);
+}
+
+export function renderAccountSignInPage(p: { csrf: string; organizationName?: string; email?: string; error?: string }): string {
+  return layout(
+    'Sign in – connected applications',
+    `<h1>Connected applications</h1>
+<p>Sign in to see the applications you allowed to access your organization, and to revoke their access.</p>
+${alert(p.error)}
+<form method="post" action="/oauth/grants/sign-in">
+<input type="hidden" name="csrf" value="${escapeHtml(p.csrf)}">
+<label for="organization">Organization</label>
+<input id="organization" name="organization" type="text" autocomplete="organization" required value="${escapeHtml(p.organizationName ?? '')}">
+<label for="email">Email</label>
+<input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(p.email ?? '')}">
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required>
+<div class="actions"><button class="primary" type="submit">Sign in</button></div>
+</form>`,
+  );
+}
+
+const dateOf = (d: Date) => d.toISOString().slice(0, 10);
+
+export function renderGrantsPage(p: {
+  csrf: string;
+  email: string;
+  grants: Array<{ clientId: string; clientName: string; scopes: Scope[]; grantedAt: Date }>;
+  notice?: string;
+}): string {
+  const hidden = `<input type="hidden" name="csrf" value="${escapeHtml(p.csrf)}">`;
+  const grants = p.grants
+    .map(
+      (g) => `<section class="grant" aria-label="${escapeHtml(g.clientName)}">
+<h2>${escapeHtml(g.clientName)}</h2>
+<p class="muted">Allowed on ${dateOf(g.grantedAt)}. It can:</p>
+<ul>${g.scopes.map((s) => `<li>${escapeHtml(SCOPE_WORDS[s])} <span class="muted">(${escapeHtml(s)})</span></li>`).join('')}</ul>
+<form method="post" action="/oauth/grants/revoke">
+${hidden}
+<input type="hidden" name="client_id" value="${escapeHtml(g.clientId)}">
+<button class="secondary" type="submit" aria-label="Revoke access for ${escapeHtml(g.clientName)}">Revoke access</button>
+</form>
+</section>`,
+    )
+    .join('\n');
+  return layout(
+    'Connected applications',
+    `<h1>Connected applications</h1>
+<p>Signed in as <strong>${escapeHtml(p.email)}</strong>.</p>
+${p.notice ? `<p class="notice" role="status">${escapeHtml(p.notice)}</p>` : ''}
+${grants || '<p>You have not allowed any application to access your organization.</p>'}
+<form method="post" action="/oauth/grants/sign-out">
+${hidden}
+<div class="actions"><button class="secondary" type="submit">Sign out</button></div>
+</form>`,
+  );
 }

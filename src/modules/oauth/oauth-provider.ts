@@ -24,6 +24,7 @@ import type { Logger } from '../../logger';
 import type { Config } from '../../config';
 import type { Orm } from '../../db/orm';
 import { SCOPES } from '../../http/auth';
+import { parseTrustProxy } from '../../http/trusted-proxies';
 import { randomBase62 } from '../../ids';
 import { User } from '../users/user.entity';
 import { PgOAuthAdapter } from './oauth-adapter';
@@ -156,8 +157,8 @@ export async function createOAuthServer(config: Config, orm: Orm, logger: Logger
     clockTolerance: 5,
   };
   const provider = new Provider(config.BASE_URL, configuration);
-  // Behind a proxy the app trusts X-Forwarded-* (like the Koa app itself).
-  provider.proxy = true;
+  // Behind the proxies TRUST_PROXY names, like the Koa app itself (which drops the headers of any other sender).
+  provider.proxy = parseTrustProxy(config.TRUST_PROXY).kind !== 'none';
   // Stored secrets are SHA-256 hashes of 32 random bytes: compare hashes in constant time.
   provider.Client.prototype.compareClientSecret = function compare(this: { clientSecret?: string }, actual: string) {
     const expected = Buffer.from(this.clientSecret ?? '', 'hex');

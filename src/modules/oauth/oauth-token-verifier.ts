@@ -4,7 +4,7 @@
  * verified token is cached in-process for AUTH_CACHE_TTL_MS (≤ 1 s), which bounds how
  * late a revocation bites in any process. The effective scopes are the token's, cut to
  * the user's current role and the client's current scopes, so demoting a user narrows
- * their tokens at once; a deleted user or client ends them.
+ * their tokens at once; a deleted user, client or grant ends them.
  */
 import { hash } from 'node:crypto';
 import type Provider from 'oidc-provider';
@@ -62,8 +62,13 @@ export class OAuthTokenVerifier implements BearerVerifier {
     const audiences = Array.isArray(at.aud) ? at.aud : [at.aud];
     if (!audiences.includes(this.resource)) return null;
     const em = this.orm.em.fork();
-    const [client, user] = await Promise.all([em.findOne(OAuthClient, { id: at.clientId }), em.findOne(User, { id: at.accountId })]);
-    if (!client || !user || user.organizationId !== client.organizationId) return null;
+    // The grant too: a token minted by a refresh that raced its grant's revocation dies with the grant.
+    const [client, user, grant] = await Promise.all([
+      em.findOne(OAuthClient, { id: at.clientId }),
+      em.findOne(User, { id: at.accountId }),
+      this.provider.Grant.find(at.grantId),
+    ]);
+    if (!client || !user || !grant || user.organizationId !== client.organizationId) return null;
     const role = PERMISSION_SCOPES[user.role];
     const tokenScopes = new Set((at.scope ?? '').split(' '));
     return {
