@@ -19,7 +19,8 @@ describe('OAuth grants: list and revoke', () => {
     t = await createTestApp();
     const key = await t.createKey('admin');
     admin = key.key;
-    [{ name: organizationName }] = await t.query<{ name: string }>('select name from organizations where id = ?', [key.organizationId]);
+    const [org] = await t.query<{ name: string }>('select name from organizations where id = ?', [key.organizationId]);
+    organizationName = org!.name;
   });
   afterAll(() => t.close());
 
