@@ -383,6 +383,14 @@ const CALLS: Array<[string, () => Promise<unknown>]> = [
     // Last: a reused code is refused and revokes what it gave.
     expectStatus(await call('POST', '/oauth/token', { key: null, form: exchange }), 400);
     expectStatus(await call('POST', '/oauth/token', { key: null, form: { ...exchange, client_secret: 'wrong' } }), 401);
+
+    // The user's grants: a fresh consent is listed and revoked (a second time: 404), then all of them.
+    await signInAndConsent(t.config.BASE_URL, `${t.config.BASE_URL}/oauth/authorize?${query}`, user);
+    expect(expectStatus(await call('GET', `/v1/users/${user.id}/grants`), 200).data).toHaveLength(1);
+    expectStatus(await call('DELETE', `/v1/users/${user.id}/grants/${s.oauthClient}`), 200);
+    expectStatus(await call('DELETE', `/v1/users/${user.id}/grants/${s.oauthClient}`), 404);
+    expectStatus(await call('DELETE', `/v1/users/${user.id}/grants`), 200);
+    expectStatus(await call('GET', '/v1/users/usr_missing/grants'), 404);
   }],
 ];
 
