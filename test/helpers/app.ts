@@ -54,7 +54,7 @@ export async function createTestApp(env: Record<string, string> = {}, opts: { lo
     PUBLIC_BASE_URL: baseUrl,
     ...env,
   });
-  const orm = await createOrm(databaseUrl, 5);
+  const orm = await createOrm(databaseUrl, 5, config.DATABASE_ACQUIRE_TIMEOUT_MS);
   await migrate(orm);
   const services = await createServices(config, { orm, ...(opts.logger ? { logger: opts.logger } : {}) });
   const { app } = createApp(services);

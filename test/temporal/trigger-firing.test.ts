@@ -6,8 +6,6 @@
 import { createHmac } from 'node:crypto';
 import { ScheduleNotFoundError } from '@temporalio/client';
 import { createActivities } from '../../temporal/activities';
-import { MockActivityEnvironment } from '@temporalio/testing';
-import { createTriggerActivities } from '../../temporal/activities/triggers.activities';
 import { triggerScheduleId } from '../../temporal/triggers.shared';
 import { MessageTargetsCache } from '../../src/modules/inbound/message-targets';
 import { waitFor } from '../helpers/wait';
@@ -272,26 +270,6 @@ describe('trigger firing', () => {
       const del = await t.request.delete(`/v1/triggers/${sched.id}`).set(bearer(admin));
       expect(del.status).toBe(200);
       await expect(handle.describe()).rejects.toBeInstanceOf(ScheduleNotFoundError);
-    });
-
-    it('records one firing per scheduled run even when the activity is retried', async () => {
-      const sched = await createTrigger({ name: 'Retried', type: 'schedule', configuration: { cron_expression: '0 0 1 1 *' } });
-      const activities = createTriggerActivities({ services: t.services });
-      // Run in an activity context, as the worker runs it (the activity reads its attempt info).
-      const fireScheduledTrigger = (i: Parameters<typeof activities.fireScheduledTrigger>[0]): ReturnType<typeof activities.fireScheduledTrigger> =>
-        new MockActivityEnvironment().run(activities.fireScheduledTrigger, i);
-      const input = { organizationId: (await t.query<{ organization_id: string }>('select organization_id from triggers where id = ?', [sched.id]))[0]!.organization_id, triggerId: sched.id, runKey: `trigger-fire:${sched.id}-2030-01-01T00:00:00Z`, firedAt: '2030-01-01T00:00:00.000Z' };
-      const first = await fireScheduledTrigger(input);
-      const again = await fireScheduledTrigger(input);
-      expect(first.outcome).toBe('started');
-      expect(again).toEqual(first);
-      const rows = await t.query('select id from trigger_executions where trigger_id = ?', [sched.id]);
-      expect(rows).toHaveLength(1);
-      expect(await t.query('select id from executions where trigger_id = ?', [sched.id])).toHaveLength(1);
-      await t.request.post(`/v1/triggers/${sched.id}/pause`).set(bearer(writer));
-      const skipped = await fireScheduledTrigger({ ...input, runKey: 'another-run' });
-      expect(skipped.outcome).toBe('skipped');
-      expect(await t.query('select id from trigger_executions where trigger_id = ?', [sched.id])).toHaveLength(1);
     });
 
     it('creates the schedule paused-free only for valid specs and leaves nothing behind on a refused create', async () => {
