@@ -147,21 +147,27 @@ class RepliesExhausted extends Error {
   }
 }
 
-const isNotRunning = (err: unknown): boolean =>
-  err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === ExecutionErrorTypes.notRunning;
+/**
+ * What an activity failed with: a task-queue activity's failure arrives as an ActivityFailure
+ * around it, a local activity's (message nodes) as the failure itself.
+ */
+const activityCause = (err: unknown): unknown => (err instanceof ActivityFailure ? err.cause : err);
+
+const isNotRunning = (err: unknown): boolean => {
+  const cause = activityCause(err);
+  return cause instanceof ApplicationFailure && cause.type === ExecutionErrorTypes.notRunning;
+};
 
 function classify(err: unknown): { errorType: ErrorType; message: string } {
-  if (err instanceof ActivityFailure) {
-    const cause = err.cause;
-    if (cause instanceof ApplicationFailure) {
-      if (cause.type === ExecutionErrorTypes.validation) return { errorType: 'validation_error', message: cause.message };
-      // Our own infrastructure stayed away longer than the configured hours: we gave up waiting.
-      if (cause.type === FailureTypes.dependencyUnavailable) return { errorType: 'timeout', message: cause.message };
-      return { errorType: 'api_error', message: cause.message };
-    }
-    if (cause instanceof TimeoutFailure) return { errorType: 'timeout', message: 'a node activity timed out' };
-    return { errorType: 'api_error', message: cause?.message ?? err.message };
+  const cause = activityCause(err);
+  if (cause instanceof ApplicationFailure) {
+    if (cause.type === ExecutionErrorTypes.validation) return { errorType: 'validation_error', message: cause.message };
+    // Our own infrastructure stayed away longer than the configured hours: we gave up waiting.
+    if (cause.type === FailureTypes.dependencyUnavailable) return { errorType: 'timeout', message: cause.message };
+    return { errorType: 'api_error', message: cause.message };
   }
+  if (cause instanceof TimeoutFailure) return { errorType: 'timeout', message: 'a node activity timed out' };
+  if (err instanceof ActivityFailure) return { errorType: 'api_error', message: (cause as Error | undefined)?.message ?? err.message };
   return { errorType: 'api_error', message: err instanceof Error ? err.message : String(err) };
 }
 

@@ -69,7 +69,7 @@ describe('executions in flight', () => {
 
     const put = await t.request.put(`/v1/workflows/${workflowId}`).set(bearer(key)).send({ configuration: configuration('Thanks (second revision).') });
     expect(put.status).toBe(200);
-    expect(put.body.data.revision).toBe(2);
+    expect(await t.query('select revision from workflows where id = ?', [workflowId])).toEqual([{ revision: 2 }]);
 
     const reply = await send({ channel: 'instagram', customer_id: 'rev-1', message: 'ada@example.com' });
     expect(reply.body.data.executions).toEqual([expect.objectContaining({ id: first, action: 'resumed' })]);

@@ -3,14 +3,13 @@
  * applications' 409, a redelivery the webhook cannot take (422 WEBHOOK_VALIDATION_FAILED),
  * schedule triggers while Temporal is unreachable (503 SCHEDULER_UNAVAILABLE, nothing
  * changed), and a request while PostgreSQL hangs (503 after DATABASE_ACQUIRE_TIMEOUT_MS,
- * not a hung request).
+ * not a held request).
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Response } from 'supertest';
 import { recordEvent } from '../../src/modules/events/outbox';
-import { dropDatabase } from '../../src/db/orm';
 import { triggerScheduleId } from '../../temporal/triggers.shared';
-import { bearer, createTestApp, type TestApp, uniqueSuffix } from '../helpers/app';
+import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { freePort } from '../helpers/process';
 import { startTcpProxy } from '../helpers/tcp-proxy';
 import { waitFor } from '../helpers/wait';
@@ -169,30 +168,27 @@ describe('documented error codes', () => {
       expect((await call('delete', `/v1/triggers/${id}`)).status).toBe(200);
     });
   });
-});
 
-describe('PostgreSQL hanging', () => {
-  it('answers 503 SERVICE_UNAVAILABLE once DATABASE_ACQUIRE_TIMEOUT_MS has passed, instead of holding the request', async () => {
+  it('PostgreSQL hanging: 503 SERVICE_UNAVAILABLE once DATABASE_ACQUIRE_TIMEOUT_MS has passed, instead of a held request', async () => {
+    // A second API process on the same database, reaching PostgreSQL through a proxy the test can hang.
     const pg = await startTcpProxy({ host: '127.0.0.1', port: 5432 });
-    const databaseName = `wfa_test_${uniqueSuffix()}`.toLowerCase();
-    const t = await createTestApp({ DATABASE_URL: `postgresql://postgres@127.0.0.1:${pg.port}/${databaseName}`, DATABASE_ACQUIRE_TIMEOUT_MS: '300' });
+    const url = new URL(t.databaseUrl);
+    url.port = String(pg.port);
+    const hung = await createTestApp({ DATABASE_URL: url.toString(), DATABASE_ACQUIRE_TIMEOUT_MS: '300' });
     try {
-      const { key } = await t.createKey('admin');
-      expect((await t.request.get('/v1/workflows').set(bearer(key))).status).toBe(200);
+      expect((await hung.request.get('/v1/workflows').set(bearer(admin))).status).toBe(200);
       // The server accepts connections and never answers: every pooled connection is gone and a new one never opens.
       await pg.stall();
       // knex's own default would hold this request 60 s; the client here gives up long before that.
-      const res = await t.request.get('/v1/workflows').set(bearer(key)).timeout(20_000);
+      const res = await hung.request.get('/v1/workflows').set(bearer(admin)).timeout(20_000);
       expect(res.status).toBe(503);
       expect(res.headers['retry-after']).toBe('5');
       expect(res.body).toEqual({ error: { code: 'SERVICE_UNAVAILABLE', message: expect.any(String), retry_after: 5 } });
       await pg.restore();
-      // Back: the pool opens new connections again.
-      await waitFor(async () => (await t.request.get('/v1/workflows').set(bearer(key))).status === 200, 'answers once PostgreSQL is back');
+      await waitFor(async () => (await hung.request.get('/v1/workflows').set(bearer(admin))).status === 200, 'answers once PostgreSQL is back');
     } finally {
       await pg.restore();
-      await t.close();
-      await dropDatabase(`postgresql://postgres@127.0.0.1:5432/${databaseName}`);
+      await hung.close();
       await pg.close();
     }
   });

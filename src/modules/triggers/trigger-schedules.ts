@@ -7,6 +7,10 @@
  *
  * PostgreSQL stays the source of truth: a tick that reaches a trigger which can no longer
  * fire is skipped by the activity, so a schedule left behind by a crash does no harm.
+ *
+ * These calls answer the request (nothing finishes them later), so they are bounded by
+ * SCHEDULE_CALL_TIMEOUT_MS and refused at once while the process knows Temporal is down:
+ * 503 SCHEDULER_UNAVAILABLE rather than a request held for the client's own retries.
  */
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type ScheduleOptions } from '@temporalio/client';
 import { DomainError, unavailable, unprocessable } from '../../errors';
@@ -18,6 +22,8 @@ import {
   triggerScheduleId,
   type ScheduledTriggerInput,
 } from '../../../temporal/triggers.shared';
+import { isInfrastructureError } from '../../failures';
+import { isTemporalReachable } from '../../temporal-client';
 import type { Trigger } from './trigger.entity';
 import type { ScheduleTriggerConfig } from './trigger.schemas';
 
@@ -62,11 +68,38 @@ function scheduleOptions(services: Services, { trigger, workflowName }: Schedule
   };
 }
 
+/**
+ * Longest a request waits on its schedule calls (an update is a describe and an update).
+ * Longer than TEMPORAL_CALL_TIMEOUT_MS: a start can be left to the reconciler, this cannot.
+ */
+const SCHEDULE_CALL_TIMEOUT_MS = 5_000;
+/** gRPC status of a call that outlived its deadline. */
+const DEADLINE_EXCEEDED = 4;
+
+/** Runs the schedule calls of one request within SCHEDULE_CALL_TIMEOUT_MS; refused at once while Temporal is known down. */
+async function scheduleCalls(services: Services, triggerId: string, calls: () => Promise<void>): Promise<void> {
+  if (services.dependencies.isDown('temporal')) throw schedulerUnavailable();
+  try {
+    await services.temporal.connection.withDeadline(Date.now() + SCHEDULE_CALL_TIMEOUT_MS, calls);
+  } catch (err) {
+    // Down: the monitor probes Temporal and says when it is back; until then requests are
+    // refused at once. Slow is not down (a loaded server answers late): a probe decides.
+    if (isInfrastructureError(err, services.endpoints)) {
+      if ((err as { code?: unknown }).code !== DEADLINE_EXCEEDED) services.dependencies.reportDown('temporal', err);
+      else
+        void isTemporalReachable(services.temporal.connection).then((up) => {
+          if (!up) services.dependencies.reportDown('temporal', err);
+        });
+    }
+    throw asScheduleError(services, err, triggerId);
+  }
+}
+
 /** Creates or updates the trigger's schedule so it matches the trigger (paused unless active). */
 export async function syncTriggerSchedule(services: Services, target: ScheduleTarget): Promise<void> {
   const options = scheduleOptions(services, target);
   const client = services.temporal.client.schedule;
-  try {
+  await scheduleCalls(services, target.trigger.id, async () => {
     try {
       await client.getHandle(options.scheduleId).update(() => ({
         spec: options.spec,
@@ -82,19 +115,20 @@ export async function syncTriggerSchedule(services: Services, target: ScheduleTa
         if (!(createErr instanceof ScheduleAlreadyRunning)) throw createErr;
       });
     }
-  } catch (err) {
-    throw asScheduleError(services, err, target.trigger.id);
-  }
+  });
 }
 
 export async function deleteTriggerSchedule(services: Services, triggerId: string): Promise<void> {
-  try {
-    await services.temporal.client.schedule.getHandle(triggerScheduleId(triggerId)).delete();
-  } catch (err) {
-    if (err instanceof ScheduleNotFoundError) return;
-    throw asScheduleError(services, err, triggerId);
-  }
+  await scheduleCalls(services, triggerId, async () => {
+    try {
+      await services.temporal.client.schedule.getHandle(triggerScheduleId(triggerId)).delete();
+    } catch (err) {
+      if (!(err instanceof ScheduleNotFoundError)) throw err;
+    }
+  });
 }
+
+const schedulerUnavailable = () => unavailable('SCHEDULER_UNAVAILABLE', 'The scheduler is unavailable; the trigger was not changed. Retry shortly.', 5);
 
 /** Temporal refusing the spec is the client's cron; anything else means Temporal is unavailable. */
 function asScheduleError(services: Services, err: unknown, triggerId: string): Error {
@@ -104,5 +138,5 @@ function asScheduleError(services: Services, err: unknown, triggerId: string): E
     return unprocessable('INVALID_CRON_EXPRESSION', `The scheduler rejected the schedule: ${message}`, 'configuration.cron_expression');
   }
   services.logger.error({ err, trigger_id: triggerId }, 'could not sync the trigger schedule with Temporal');
-  return unavailable('SCHEDULER_UNAVAILABLE', 'The scheduler is unavailable; the trigger was not changed. Retry shortly.', 5);
+  return schedulerUnavailable();
 }
