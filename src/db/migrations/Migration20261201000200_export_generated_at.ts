@@ -6,7 +6,7 @@ import { Migration } from '@mikro-orm/migrations';
  * done; `completed_at` stays the moment the file was stored. Null for older exports, whose
  * metadata falls back to `completed_at`.
  */
-export class Migration20261201000100_export_generated_at extends Migration {
+export class Migration20261201000200_export_generated_at extends Migration {
   override async up(): Promise<void> {
     this.addSql(`alter table exports add column generated_at timestamptz;`);
   }
