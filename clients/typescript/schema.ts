@@ -2786,15 +2786,15 @@ export interface components {
             success_rate?: number;
             /** @description Mean duration of finished executions, milliseconds */
             average_duration_ms?: number;
+            /** @description Outbound messages of these executions created in the period */
+            total_messages_sent?: number;
+            /** @description Inbound messages linked to these executions created in the period */
+            total_messages_received?: number;
             unique_customers?: number;
             /** @description Executions per channel */
             channel_breakdown?: {
                 [key: string]: number;
             };
-            /** @description Outbound messages of these executions created in the period */
-            messages_sent?: number;
-            /** @description Inbound messages linked to these executions created in the period */
-            messages_received?: number;
             /** @description Mean answer of `rating` form fields (1–5); null without answers */
             customer_satisfaction?: number | null;
             /** @description % promoters (9–10) − % detractors (0–6) of `nps` answers, −100…100; null without answers */
@@ -2980,7 +2980,7 @@ export interface components {
                 channels?: components["schemas"]["Channel"][];
             };
             /**
-             * @description xlsx: a second sheet `metadata`; csv/json: `X-Export-*` download headers; all: `metadata` in the status record
+             * @description json (NDJSON): a first line `{"type":"metadata", export_id, data_type, format, filters, generated_at, row_count}`; xlsx: a second sheet `metadata`; csv: no extra lines. All formats: `metadata` in the status record
              * @default false
              */
             include_metadata?: boolean;
@@ -3008,7 +3008,8 @@ export interface components {
         ReportRequest: {
             name: string;
             description?: string;
-            metrics: ("total_executions" | "successful_executions" | "failed_executions" | "success_rate" | "average_duration_ms" | "unique_customers")[];
+            /** @description Any of the metrics of workflow analytics: total_executions, successful_executions, failed_executions, success_rate, average_duration_ms, total_messages_sent, total_messages_received, unique_customers, channel_breakdown, customer_satisfaction, net_promoter_score */
+            metrics: ("total_executions" | "successful_executions" | "failed_executions" | "success_rate" | "average_duration_ms" | "total_messages_sent" | "total_messages_received" | "unique_customers" | "channel_breakdown" | "customer_satisfaction" | "net_promoter_score")[];
             /** @default {} */
             filters?: {
                 /** @description Default: 30 days before end_date */
@@ -3037,7 +3038,7 @@ export interface components {
             name: string;
             description: string | null;
             generated_at: string;
-            metrics: ("total_executions" | "successful_executions" | "failed_executions" | "success_rate" | "average_duration_ms" | "unique_customers")[];
+            metrics: ("total_executions" | "successful_executions" | "failed_executions" | "success_rate" | "average_duration_ms" | "total_messages_sent" | "total_messages_received" | "unique_customers" | "channel_breakdown" | "customer_satisfaction" | "net_promoter_score")[];
             filters: {
                 [key: string]: unknown;
             };
@@ -3052,19 +3053,15 @@ export interface components {
                 workflow_id?: string;
                 workflow_name?: string;
                 channel?: string;
-                metrics: {
-                    total_executions?: number;
-                    successful_executions?: number;
-                    failed_executions?: number;
-                    success_rate?: number;
-                    average_duration_ms?: number;
-                    unique_customers?: number;
-                };
+                metrics: components["schemas"]["AnalyticsMetrics"];
                 series: {
                     date: string;
                     executions: number;
                     success_rate: number;
                     average_duration_ms: number;
+                    messages_sent: number;
+                    messages_received: number;
+                    unique_customers: number;
                 }[];
             }[];
         };
@@ -5616,7 +5613,9 @@ export interface operations {
                 /** @description Items per page, 1 to 100 */
                 limit?: number;
                 status?: "success" | "failed";
+                /** @description Inclusive, on `delivered_at` */
                 start_date?: string;
+                /** @description Exclusive timestamp on `delivered_at`; a date-only value includes that whole UTC day */
                 end_date?: string;
                 /** @description Extension: the attempts of one event */
                 event_id?: string;
@@ -10140,7 +10139,7 @@ export interface operations {
                 end_date?: string;
                 /** @description Bucket size of daily_metrics: hour, day, week (Monday) or month (UTC) */
                 granularity?: "hour" | "day" | "week" | "month";
-                /** @description Metrics to include in `metrics` (default all): total_executions, successful_executions, failed_executions, success_rate, average_duration_ms, unique_customers, channel_breakdown, messages_sent, messages_received, customer_satisfaction, net_promoter_score. Comma-separated (`a,b`) or repeated (`?x=a&x=b`). */
+                /** @description Metrics to include in `metrics` (default all): total_executions, successful_executions, failed_executions, success_rate, average_duration_ms, total_messages_sent, total_messages_received, unique_customers, channel_breakdown, customer_satisfaction, net_promoter_score. Comma-separated (`a,b`) or repeated (`?x=a&x=b`). */
                 metrics?: string[];
                 /** @description Adds `groups`, one per value of: channel, trigger_id ('' = no trigger). Comma-separated (`a,b`) or repeated (`?x=a&x=b`). */
                 group_by?: string[];
@@ -10203,7 +10202,9 @@ export interface operations {
                                 success_rate: number;
                                 /** @description milliseconds */
                                 average_duration_ms: number;
+                                /** @description Outbound messages of these executions created in the bucket */
                                 messages_sent: number;
+                                /** @description Inbound messages linked to these executions created in the bucket */
                                 messages_received: number;
                                 unique_customers: number;
                             }[];
@@ -10705,17 +10706,21 @@ export interface operations {
                                 journey_steps: {
                                     step: number;
                                     name: string;
-                                    /** @description Distinct customers whose journeys reached the step */
+                                    /** @description Journeys that entered the step (completed the step before it; every journey enters step 1) */
                                     customers: number;
-                                    /** @description Journeys that reached the step / total_journeys */
+                                    /** @description Journeys that completed the step / journeys that entered it */
                                     completion_rate: number;
+                                    /** @description Of the journeys that completed the step */
                                     average_duration_ms: number;
                                 }[];
                                 drop_off_points?: {
                                     step: number;
                                     name: string;
+                                    /** @description Journeys that entered the step and did not complete it */
                                     drop_off_count: number;
+                                    /** @description drop_off_count / journeys that entered the step */
                                     drop_off_rate: number;
+                                    /** @description Why those journeys stopped, most frequent first (at most 3) */
                                     common_reasons: string[];
                                 }[];
                             };

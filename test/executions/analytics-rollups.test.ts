@@ -95,8 +95,8 @@ describe('analytics rollups fed by real executions', () => {
       average_duration_ms: metrics.metrics.average_duration_ms,
       unique_customers: 2,
       channel_breakdown: { whatsapp: 2 },
-      messages_sent: 10,
-      messages_received: 8,
+      total_messages_sent: 10,
+      total_messages_received: 8,
       customer_satisfaction: 3.5,
       net_promoter_score: 0,
     });
@@ -140,7 +140,7 @@ describe('analytics rollups fed by real executions', () => {
       [org!.organization_id],
     );
     expect(rows).toEqual([{ workflow_id: wf, messages_in: 12, messages_out: 12, started: 12, succeeded: 12 }]);
-    expect((await analytics(wf)).metrics).toMatchObject({ total_executions: 12, successful_executions: 12, messages_received: 12, messages_sent: 12 });
+    expect((await analytics(wf)).metrics).toMatchObject({ total_executions: 12, successful_executions: 12, total_messages_received: 12, total_messages_sent: 12 });
     await worker.kill('SIGTERM');
   });
 
@@ -173,7 +173,7 @@ describe('analytics rollups fed by real executions', () => {
       [wf],
     );
     expect(rollup).toEqual({ started: 1, succeeded: 1, hist: 1, out: 1 });
-    expect((await analytics(wf)).metrics).toMatchObject({ total_executions: 1, successful_executions: 1, messages_sent: 1, messages_received: 1 });
+    expect((await analytics(wf)).metrics).toMatchObject({ total_executions: 1, successful_executions: 1, total_messages_sent: 1, total_messages_received: 1 });
     await second.kill('SIGTERM');
   });
 });

@@ -216,8 +216,8 @@ describe('analytics API', () => {
         average_duration_ms: 275_500, // (130000 + 70000 + 900000 + 2000) / 4
         unique_customers: 4,
         channel_breakdown: { instagram: 1, whatsapp: 5 },
-        messages_sent: 11,
-        messages_received: 9,
+        total_messages_sent: 11,
+        total_messages_received: 9,
         customer_satisfaction: 4, // (5 + 3 + 4) / 3
         net_promoter_score: 33.3, // (2 promoters − 1 detractor) / 3
       },
@@ -260,7 +260,11 @@ describe('analytics API', () => {
       average_duration_ms: m.average_duration_ms,
       unique_customers: m.unique_customers,
       channel_breakdown: m.channel_breakdown,
+      total_messages_sent: m.total_messages_sent,
+      total_messages_received: m.total_messages_received,
     });
+    // `metrics` is the workflow metrics object, name for name, plus customer_satisfaction and net_promoter_score.
+    expect(Object.keys(analytics.body.data.metrics).sort()).toEqual([...Object.keys(m), 'customer_satisfaction', 'net_promoter_score'].sort());
     expect(m.total_executions).toBe(3);
     expect(analytics.body.data.daily_metrics.map((d: { executions: number }) => d.executions)).toEqual(
       metrics.body.data.daily_metrics.map((d: { executions: number }) => d.executions),
@@ -363,12 +367,15 @@ describe('analytics API', () => {
       completed_journeys: 2,
       completion_rate: 0.2857,
       average_journey_duration: 160_000,
+      // Journeys that entered each step (completed the one before): c5's message entered only step 1; e4 (api_error)
+      // entered first_reply_sent; e3 (form timed out) and e6 (running) saw the question, so they entered input_collected;
+      // e5 (cancelled after the form) entered completed. completion_rate = completed it / entered it.
       journey_steps: [
-        { step: 1, name: 'message_received', customers: 5, completion_rate: 1, average_duration_ms: 0 },
-        { step: 2, name: 'execution_started', customers: 4, completion_rate: 0.8571, average_duration_ms: 55_000 },
-        { step: 3, name: 'first_reply_sent', customers: 3, completion_rate: 0.7143, average_duration_ms: 55_000 },
-        { step: 4, name: 'input_collected', customers: 2, completion_rate: 0.4286, average_duration_ms: 140_000 },
-        { step: 5, name: 'completed', customers: 2, completion_rate: 0.2857, average_duration_ms: 160_000 },
+        { step: 1, name: 'message_received', customers: 7, completion_rate: 1, average_duration_ms: 0 },
+        { step: 2, name: 'execution_started', customers: 7, completion_rate: 0.8571, average_duration_ms: 55_000 },
+        { step: 3, name: 'first_reply_sent', customers: 6, completion_rate: 0.8333, average_duration_ms: 55_000 },
+        { step: 4, name: 'input_collected', customers: 5, completion_rate: 0.6, average_duration_ms: 140_000 },
+        { step: 5, name: 'completed', customers: 3, completion_rate: 0.6667, average_duration_ms: 160_000 },
       ],
       drop_off_points: [
         { step: 2, name: 'execution_started', drop_off_count: 1, drop_off_rate: 0.1429, common_reasons: ['no workflow matched'] },
@@ -387,10 +394,12 @@ describe('analytics API', () => {
       completed_journeys: 2,
       completion_rate: 0.3333,
       average_journey_duration: 100_000, // e1 130 s, e2 70 s
+      // greet: all 6 entered, e4 failed it. ask: 5 entered (e3 timed out in it: the customer saw the form;
+      // e6 waits in it), e1, e2, e5 completed it. bye: e1, e2, e5 entered, e5 was cancelled before completing it.
       journey_steps: [
-        { step: 1, name: 'greet', customers: 3, completion_rate: 0.8333, average_duration_ms: 10 },
-        { step: 2, name: 'ask', customers: 2, completion_rate: 0.5, average_duration_ms: 30_333 },
-        { step: 3, name: 'bye', customers: 2, completion_rate: 0.3333, average_duration_ms: 5 },
+        { step: 1, name: 'greet', customers: 6, completion_rate: 0.8333, average_duration_ms: 10 },
+        { step: 2, name: 'ask', customers: 5, completion_rate: 0.6, average_duration_ms: 30_333 },
+        { step: 3, name: 'bye', customers: 3, completion_rate: 0.6667, average_duration_ms: 5 },
       ],
       drop_off_points: [
         { step: 1, name: 'greet', drop_off_count: 1, drop_off_rate: 0.1667, common_reasons: ['api_error'] },
@@ -418,6 +427,10 @@ describe('analytics API', () => {
     const metrics = await get(`/v1/analytics/workflows/${wf}?metrics=total_executions,happiness`);
     expect(metrics.status).toBe(400);
     expect(metrics.body.error).toMatchObject({ code: 'INVALID_METRICS', field: 'metrics' });
+    // The old names of the message totals are no metrics any more.
+    const oldName = await get(`/v1/analytics/workflows/${wf}?metrics=messages_sent`);
+    expect([oldName.status, oldName.body.error.code]).toEqual([400, 'INVALID_METRICS']);
+    expect(oldName.body.error.message).toContain('total_messages_sent');
     expect(metrics.body.error.message).toContain('happiness');
     const group = await get(`/v1/analytics/workflows/${wf}?group_by=node`);
     expect(group.status).toBe(400);

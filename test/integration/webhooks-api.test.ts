@@ -157,6 +157,28 @@ test('log query validation: status values and date range', async () => {
   expect(badRange.body.error).toMatchObject({ code: 'INVALID_DATE_RANGE', field: 'end_date' });
 });
 
+test('log dates follow the service-wide period rule: start inclusive, a timestamp end exclusive, a date-only end includes that day', async () => {
+  const { id } = (await create({ url: url(), events: ['workflow.started'] })).body.data;
+  const at = ['2026-03-01T00:00:00Z', '2026-03-01T12:00:00Z', '2026-03-02T00:00:00Z', '2026-03-02T23:59:59.999Z', '2026-03-03T00:00:00Z'];
+  for (const [i, deliveredAt] of at.entries()) {
+    await t.query(
+      `insert into webhook_logs (id, webhook_id, organization_id, event_id, event_type, status, response_code, response_time_ms, attempt, delivered_at)
+       values (?, ?, ?, ?, 'workflow.started', 'success', 200, 5, 1, ?)`,
+      [`whl_dates_${i}`, id, orgId, `evt_dates_${i}`, deliveredAt],
+    );
+  }
+  const deliveredIn = async (query: string) => {
+    const res = await t.request.get(`/v1/webhooks/${id}/logs?${query}`).set(auth);
+    expect(res.status).toBe(200);
+    return (res.body.data as Array<{ delivered_at: string }>).map((l) => l.delivered_at).sort();
+  };
+  // A timestamp end is exclusive: the log delivered exactly at end_date is left out, the one at start_date kept.
+  expect(await deliveredIn('start_date=2026-03-01T12:00:00Z&end_date=2026-03-02T00:00:00Z')).toEqual(['2026-03-01T12:00:00.000Z']);
+  // A date-only end includes that whole UTC day, and nothing of the next.
+  expect(await deliveredIn('start_date=2026-03-02&end_date=2026-03-02')).toEqual(['2026-03-02T00:00:00.000Z', '2026-03-02T23:59:59.999Z']);
+  expect(await deliveredIn('start_date=2026-03-01&end_date=2026-03-02')).toEqual(at.slice(0, 4).map((d) => new Date(d).toISOString()));
+});
+
 test('the OpenAPI document describes every webhook operation', async () => {
   const doc = (await t.request.get('/v1/openapi.json')).body;
   expect(Object.keys(doc.paths)).toEqual(

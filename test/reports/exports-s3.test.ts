@@ -69,6 +69,19 @@ describe('exports and reports on S3 storage', () => {
     expect(fetched.status).toBe(200);
     expect(Buffer.from(await fetched.arrayBuffer()).equals(file.body)).toBe(true);
 
+    // With include_metadata the metadata travels inside the NDJSON file, so the presigned download (no API headers) still has it.
+    const withMetadata = await t.request.post('/v1/analytics/export').set(bearer(key)).send({ data_type: 'executions', format: 'json', include_metadata: true });
+    expect(withMetadata.status).toBe(201);
+    const metadataDone = await waitForStatus(t, key, `/v1/analytics/export/${withMetadata.body.data.export_id}`, 'completed');
+    const signed = await signing.request.get(pathOf(metadataDone.download_url)).set(bearer(key)).redirects(0);
+    expect(signed.status).toBe(302);
+    const ndjson = await fetch(signed.headers.location as string);
+    expect(ndjson.headers.get('x-export-id')).toBeNull();
+    const [meta, ...lines] = (await ndjson.text()).trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(meta).toEqual({ type: 'metadata', ...metadataDone.metadata });
+    expect(meta).toMatchObject({ export_id: metadataDone.export_id, data_type: 'executions', row_count: 1500 });
+    expect(lines).toHaveLength(1500);
+
     const report = await t.request.post('/v1/analytics/reports').set(bearer(key)).send({ name: 'S3 report', metrics: ['total_executions'], format: 'pdf', filters: { start_date: '2026-11-01', end_date: '2026-11-20' } });
     expect(report.status).toBe(201);
     const reportDone = await waitForStatus(t, key, `/v1/analytics/reports/${report.body.data.report_id}`, 'completed');

@@ -103,24 +103,47 @@ describe('data exports', () => {
     expect(rows.map((r) => r.id)).toEqual(expected.map((r) => r.id));
   });
 
-  it('NDJSON with include_metadata: one object per line, metadata in the headers and the status record', async () => {
+  it('NDJSON with include_metadata: the file starts with one metadata line, then one object per row; the status record has the same metadata', async () => {
     const done = await completed({ data_type: 'messages', format: 'json', include_metadata: true, filters: { workflow_ids: [wfB] } });
     expect(done.metadata).toEqual({
       export_id: done.export_id,
       data_type: 'messages',
       format: 'json',
       filters: { filters: { workflow_ids: [wfB] } },
-      generated_at: done.completed_at,
+      generated_at: expect.any(String),
       row_count: 50,
     });
+    // The data was read before the file was stored.
+    expect(Date.parse(done.metadata.generated_at)).toBeLessThanOrEqual(Date.parse(done.completed_at));
     const file = await download(t, key, pathOf(done.download_url));
     expect(file.headers['content-type']).toBe('application/x-ndjson');
     expect(file.headers['content-disposition']).toMatch(/filename="messages-.*\.ndjson"/);
-    expect(file.headers).toMatchObject({ 'x-export-id': done.export_id, 'x-export-row-count': '50', 'x-export-generated-at': done.completed_at });
-    expect(JSON.parse(file.headers['x-export-filters'] as string)).toEqual({ filters: { workflow_ids: [wfB] } });
-    const lines = file.body.toString('utf8').trimEnd().split('\n').map((l: string) => JSON.parse(l) as Record<string, unknown>);
+    expect(file.headers).toMatchObject({ 'x-export-id': done.export_id, 'x-export-row-count': '50', 'x-export-generated-at': done.metadata.generated_at });
+    const [first, ...lines] = file.body.toString('utf8').trimEnd().split('\n').map((l: string) => JSON.parse(l) as Record<string, unknown>);
+    expect(first).toEqual({ type: 'metadata', ...done.metadata });
     expect(lines).toHaveLength(50);
     expect(lines[0]).toMatchObject({ text: 'hi, "friend", 👋', workflow_id: wfB, direction: 'outbound', channel: 'instagram' });
+    expect(lines.some((l: Record<string, unknown>) => 'type' in l)).toBe(false);
+
+    // workflow_metrics too: the count comes first, and equals the lines after it.
+    const metricsDone = await completed({ data_type: 'workflow_metrics', format: 'json', include_metadata: true, start_date: '2026-11-19', end_date: '2026-11-20' });
+    const [meta, ...days] = (await download(t, key, pathOf(metricsDone.download_url))).body.toString('utf8').trimEnd().split('\n').map((l: string) => JSON.parse(l) as Record<string, unknown>);
+    expect(meta).toEqual({ type: 'metadata', ...metricsDone.metadata });
+    expect(days).toHaveLength(4); // two workflows × two days
+    expect(meta!.row_count).toBe(4);
+
+    // Without include_metadata: rows only.
+    const plain = await completed({ data_type: 'messages', format: 'json', filters: { workflow_ids: [wfB] } });
+    const plainLines = (await download(t, key, pathOf(plain.download_url))).body.toString('utf8').trimEnd().split('\n').map((l: string) => JSON.parse(l) as Record<string, unknown>);
+    expect([plainLines.length, plain.metadata]).toEqual([50, undefined]);
+  });
+
+  it('CSV with include_metadata stays plain; its metadata is in the status record', async () => {
+    const done = await completed({ data_type: 'steps', format: 'csv', include_metadata: true, filters: { workflow_ids: [wfB] } });
+    expect(done.metadata).toEqual({ export_id: done.export_id, data_type: 'steps', format: 'csv', filters: { filters: { workflow_ids: [wfB] } }, generated_at: expect.any(String), row_count: 50 });
+    const text = (await download(t, key, pathOf(done.download_url))).body.toString('utf8');
+    expect(text.startsWith('id,execution_id,workflow_id,')).toBe(true);
+    expect(parse(text, { columns: true })).toHaveLength(50);
   });
 
   it('xlsx with include_metadata: the data sheet and a metadata sheet, read back by exceljs', async () => {
@@ -135,7 +158,7 @@ describe('data exports', () => {
     expect(sheet.getRow(2).getCell(3).value).toBe(wfB);
     const meta = book.getWorksheet('metadata')!;
     const pairs = Object.fromEntries(meta.getSheetValues().slice(2).map((r) => [(r as unknown[])[1], (r as unknown[])[2]]));
-    expect(pairs).toMatchObject({ export_id: done.export_id, data_type: 'steps', row_count: 50, generated_at: done.completed_at });
+    expect(pairs).toMatchObject({ export_id: done.export_id, data_type: 'steps', row_count: 50, generated_at: done.metadata.generated_at });
   });
 
   it('every other data type exports its rows; workflow_metrics equal the metrics endpoint', async () => {

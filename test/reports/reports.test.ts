@@ -35,6 +35,11 @@ describe('custom reports', () => {
     expect(res.status).toBe(201);
     return await waitForStatus(t, key, `/v1/analytics/reports/${res.body.data.report_id}`, 'completed');
   };
+  const analyticsOf = async (wf: string, query = '') => {
+    const res = await t.request.get(`/v1/analytics/workflows/${wf}?start_date=${PERIOD.start_date}&end_date=${PERIOD.end_date}${query}`).set(bearer(key));
+    expect(res.status).toBe(200);
+    return res.body.data;
+  };
   const metricsOf = async (wf: string) => (await t.request.get(`/v1/workflows/${wf}/metrics?start_date=${PERIOD.start_date}&end_date=${PERIOD.end_date}`).set(bearer(key))).body.data.metrics;
 
   beforeAll(async () => {
@@ -49,6 +54,14 @@ describe('custom reports', () => {
     wfB = await createWorkflow(t, key, 'Sales bot', 'instagram');
     await seedExecutions(t, org, wfA, 500, END);
     await seedExecutions(t, org, wfB, 40, END, 'instagram');
+    // Form answers on wfA: every 10th execution answered rating 1 + (g % 5) and nps g % 11, so CSAT and NPS are numbers.
+    await t.query(
+      `insert into execution_steps (id, execution_id, organization_id, node_id, type, status, started_at, completed_at, duration_ms, output)
+       select 'step_ask_' || substr(e.id, 6), e.id, e.organization_id, 'ask', 'form', 'completed', e.started_at, e.completed_at, 5,
+              jsonb_build_object('scores', jsonb_build_object('rating', jsonb_build_array(1 + g % 5), 'nps', jsonb_build_array(g % 11)))
+         from (select x.*, row_number() over (order by x.id) as g from executions x where x.workflow_id = ?) e where e.g % 10 = 0`,
+      [wfA],
+    );
   });
   afterAll(async () => {
     await worker?.stop();
@@ -97,6 +110,62 @@ describe('custom reports', () => {
     expect(a.total_executions).toBe(500);
   });
 
+  it("the contract's example body: customer_satisfaction is reportable, equal to the analytics endpoint", async () => {
+    const res = await create({
+      name: 'Monthly Performance Report',
+      description: 'Workflow performance for November',
+      metrics: ['total_executions', 'success_rate', 'average_duration_ms', 'customer_satisfaction'],
+      filters: { ...PERIOD, workflow_ids: [wfA, wfB] },
+      group_by: ['workflow_id'],
+      granularity: 'day',
+    });
+    expect(res.status).toBe(201);
+    const done = await waitForStatus(t, key, `/v1/analytics/reports/${res.body.data.report_id}`, 'completed');
+    const rows = parse((await download(t, key, pathOf(done.download_url))).body, { columns: true, cast: true }) as Array<Record<string, string | number>>;
+    const [a, b] = [(await analyticsOf(wfA)).metrics, (await analyticsOf(wfB)).metrics];
+    expect(a.customer_satisfaction).toEqual(expect.any(Number));
+    expect(b.customer_satisfaction).toBeNull();
+    const pick = (m: Record<string, unknown>) => ({ total_executions: m.total_executions, success_rate: m.success_rate, average_duration_ms: m.average_duration_ms });
+    const expected = [
+      { workflow_id: wfA, workflow_name: 'Support bot', ...pick(a), customer_satisfaction: a.customer_satisfaction },
+      // No answers: null in the API, an empty cell in the CSV.
+      { workflow_id: wfB, workflow_name: 'Sales bot', ...pick(b), customer_satisfaction: '' },
+    ].sort((x, y) => (x.workflow_id < y.workflow_id ? -1 : 1));
+    expect(rows).toEqual(expected);
+  });
+
+  it('every analytics metric is reportable: each group equals the analytics endpoint, metrics and daily_metrics', async () => {
+    const all = [
+      'total_executions',
+      'successful_executions',
+      'failed_executions',
+      'success_rate',
+      'average_duration_ms',
+      'total_messages_sent',
+      'total_messages_received',
+      'unique_customers',
+      'channel_breakdown',
+      'customer_satisfaction',
+      'net_promoter_score',
+    ];
+    const done = await completed({ name: 'Everything', metrics: all, filters: PERIOD, group_by: ['workflow_id', 'channel'], granularity: 'day', format: 'json' });
+    const body = JSON.parse((await download(t, key, pathOf(done.download_url))).body.toString('utf8'));
+    const expected = await Promise.all(
+      [wfA, wfB].sort().map(async (wf) => {
+        const a = await analyticsOf(wf);
+        return { workflow_id: wf, channel: Object.keys(a.metrics.channel_breakdown)[0], metrics: a.metrics, series: a.daily_metrics };
+      }),
+    );
+    expect(body.groups.map((g: Record<string, unknown>) => ({ workflow_id: g.workflow_id, channel: g.channel, metrics: g.metrics, series: g.series }))).toEqual(expected);
+    expect(expected[0]!.metrics.net_promoter_score === null && expected[1]!.metrics.net_promoter_score === null).toBe(false);
+
+    // A channel group is the analytics endpoint's group_by=channel group.
+    const byChannel = await completed({ name: 'Channel', metrics: ['customer_satisfaction', 'net_promoter_score', 'unique_customers'], filters: { ...PERIOD, workflow_ids: [wfA] }, group_by: ['channel'], format: 'json' });
+    const channelGroups = JSON.parse((await download(t, key, pathOf(byChannel.download_url))).body.toString('utf8')).groups;
+    const analyticsGroups = (await analyticsOf(wfA, '&group_by=channel&metrics=customer_satisfaction,net_promoter_score,unique_customers')).groups;
+    expect(channelGroups.map((g: { channel: string; metrics: unknown }) => ({ key: { channel: g.channel }, metrics: g.metrics }))).toEqual(analyticsGroups);
+  });
+
   it('JSON grouped by channel with the granularity series', async () => {
     const done = await completed({ name: 'Channels', metrics: ['total_executions', 'unique_customers'], filters: PERIOD, group_by: ['channel'], granularity: 'day', format: 'json' });
     const file = await download(t, key, pathOf(done.download_url));
@@ -139,7 +208,8 @@ describe('custom reports', () => {
     const foreign = await createWorkflow(t, otherKey, 'Theirs');
     const base = { name: 'x', metrics: ['total_executions'] };
     const cases: Array<[Record<string, unknown>, number, string, string]> = [
-      [{ ...base, metrics: ['total_executions', 'customer_satisfaction'] }, 400, 'INVALID_METRICS', 'metrics[1]'],
+      [{ ...base, metrics: ['total_executions', 'happiness'] }, 400, 'INVALID_METRICS', 'metrics[1]'],
+      [{ ...base, metrics: ['messages_sent'] }, 400, 'INVALID_METRICS', 'metrics[0]'],
       [{ ...base, granularity: 'minute' }, 422, 'INVALID_GRANULARITY', 'granularity'],
       [{ ...base, format: 'xlsx' }, 400, 'INVALID_REQUEST', 'format'],
       [{ ...base, group_by: ['customer_id'] }, 400, 'INVALID_REQUEST', 'group_by[0]'],
@@ -152,6 +222,9 @@ describe('custom reports', () => {
       expect([JSON.stringify(body), res.status, res.body.error?.code, res.body.error?.field]).toEqual([JSON.stringify(body), status, code, field]);
     }
     expect((await create(base, reader)).status).toBe(403);
+    // The 400 for an unknown metric lists the accepted names.
+    const unknown = await create({ ...base, metrics: ['happiness'] });
+    for (const name of ['total_executions', 'total_messages_sent', 'channel_breakdown', 'customer_satisfaction', 'net_promoter_score']) expect(unknown.body.error.message).toContain(name);
   });
 
   it('statuses and errors: 404 across organizations, 409 while generating, failed with REPORT_GENERATION_FAILED, 410 expired; list newest first', async () => {

@@ -24,6 +24,7 @@ import { Migration20261129000100_sharded_rollups } from './Migration202611290001
 import { Migration20261129000200_throttled_event_notify } from './Migration20261129000200_throttled_event_notify';
 import { Migration20261130000200_message_target_versions } from './Migration20261130000200_message_target_versions';
 import { Migration20261201000100_application_require_jti } from './Migration20261201000100_application_require_jti';
+import { Migration20261201000200_export_generated_at } from './Migration20261201000200_export_generated_at';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -48,4 +49,5 @@ export const migrationsList = [
   { name: 'Migration20261129000200_throttled_event_notify', class: Migration20261129000200_throttled_event_notify },
   { name: 'Migration20261130000200_message_target_versions', class: Migration20261130000200_message_target_versions },
   { name: 'Migration20261201000100_application_require_jti', class: Migration20261201000100_application_require_jti },
+  { name: 'Migration20261201000200_export_generated_at', class: Migration20261201000200_export_generated_at },
 ];

@@ -4,6 +4,7 @@ import { isoDateTime, queryBoolean } from '../../http/validation';
 import { z } from '../../http/zod';
 import { CHANNELS } from '../workflows/workflow.schemas';
 import { GRANULARITIES, PeriodOut } from '../metrics/execution-metrics';
+import { WORKFLOW_METRICS } from '../metrics/analytics-metrics';
 
 /** An array query parameter: `a,b`, repeated keys, or both. */
 const queryList = (description: string) =>
@@ -19,19 +20,6 @@ const period = {
   end_date: isoDateTime.optional().openapi({ description: 'Exclusive end; a date-only value includes that whole UTC day. Default: now' }),
 };
 
-export const WORKFLOW_METRICS = [
-  'total_executions',
-  'successful_executions',
-  'failed_executions',
-  'success_rate',
-  'average_duration_ms',
-  'unique_customers',
-  'channel_breakdown',
-  'messages_sent',
-  'messages_received',
-  'customer_satisfaction',
-  'net_promoter_score',
-] as const;
 export const GROUP_BY = ['channel', 'trigger_id'] as const;
 
 export const WorkflowAnalyticsQuery = z.strictObject({
@@ -70,10 +58,10 @@ export const AnalyticsMetricsOut = z
     failed_executions: z.number().int(),
     success_rate: z.number().describe('success / (success + failed), 0–1, 4 decimals; 0 when none finished'),
     average_duration_ms: z.number().int().describe('Mean duration of finished executions, milliseconds'),
+    total_messages_sent: z.number().int().describe('Outbound messages of these executions created in the period'),
+    total_messages_received: z.number().int().describe('Inbound messages linked to these executions created in the period'),
     unique_customers: z.number().int(),
     channel_breakdown: z.record(z.string(), z.number().int()).describe('Executions per channel'),
-    messages_sent: z.number().int().describe('Outbound messages of these executions created in the period'),
-    messages_received: z.number().int().describe('Inbound messages linked to these executions created in the period'),
     customer_satisfaction: z.number().nullable().describe('Mean answer of `rating` form fields (1–5); null without answers'),
     net_promoter_score: z.number().nullable().describe('% promoters (9–10) − % detractors (0–6) of `nps` answers, −100…100; null without answers'),
   })
@@ -91,8 +79,8 @@ export const WorkflowAnalyticsOut = z.object({
       executions: z.number().int(),
       success_rate: z.number(),
       average_duration_ms: z.number().int().describe('milliseconds'),
-      messages_sent: z.number().int(),
-      messages_received: z.number().int(),
+      messages_sent: z.number().int().describe('Outbound messages of these executions created in the bucket'),
+      messages_received: z.number().int().describe('Inbound messages linked to these executions created in the bucket'),
       unique_customers: z.number().int(),
     }),
   ),
@@ -190,9 +178,9 @@ export const JourneyOut = z.object({
       z.object({
         step: z.number().int(),
         name: z.string(),
-        customers: z.number().int().describe('Distinct customers whose journeys reached the step'),
-        completion_rate: z.number().describe('Journeys that reached the step / total_journeys'),
-        average_duration_ms: z.number().int(),
+        customers: z.number().int().describe('Journeys that entered the step (completed the step before it; every journey enters step 1)'),
+        completion_rate: z.number().describe('Journeys that completed the step / journeys that entered it'),
+        average_duration_ms: z.number().int().describe('Of the journeys that completed the step'),
       }),
     ),
     drop_off_points: z
@@ -200,9 +188,9 @@ export const JourneyOut = z.object({
         z.object({
           step: z.number().int(),
           name: z.string(),
-          drop_off_count: z.number().int(),
-          drop_off_rate: z.number(),
-          common_reasons: z.array(z.string()),
+          drop_off_count: z.number().int().describe('Journeys that entered the step and did not complete it'),
+          drop_off_rate: z.number().describe('drop_off_count / journeys that entered the step'),
+          common_reasons: z.array(z.string()).describe('Why those journeys stopped, most frequent first (at most 3)'),
         }),
       )
       .optional(),

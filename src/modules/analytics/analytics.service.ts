@@ -13,10 +13,7 @@ import { Workflow } from '../workflows/workflow.entity';
 import { type Granularity, resolvePeriod, successRatio } from '../metrics/execution-metrics';
 import {
   averageDurationMs,
-  bucketLabel,
-  bucketStarts,
   type Counters,
-  countersOr0,
   customerSatisfaction,
   distinctCustomers,
   executionMetrics,
@@ -33,6 +30,8 @@ import {
   sumCountersBy,
   totalOf,
   trend,
+  workflowMetricsOf,
+  type WorkflowMetricsValues,
 } from '../metrics/analytics-metrics';
 import type { EngagementQuery, JourneyQuery, PerformanceQuery, WorkflowAnalyticsQuery } from './analytics.schemas';
 
@@ -44,11 +43,9 @@ export async function requireWorkflow(em: EntityManager, organizationId: string,
   return wf;
 }
 
-type MetricsOut = ReturnType<typeof executionMetrics> & { unique_customers: number; channel_breakdown: Record<string, number> };
-
-function pickMetrics(all: MetricsOut, names?: string[]): Partial<MetricsOut> {
+function pickMetrics(all: WorkflowMetricsValues, names?: string[]): Partial<WorkflowMetricsValues> {
   if (!names || names.length === 0) return all;
-  return Object.fromEntries(names.map((n) => [n, all[n as keyof MetricsOut]]));
+  return Object.fromEntries(names.map((n) => [n, all[n as keyof WorkflowMetricsValues]]));
 }
 
 export async function workflowAnalytics(em: EntityManager, organizationId: string, workflowId: string, q: z.output<typeof WorkflowAnalyticsQuery>) {
@@ -56,39 +53,18 @@ export async function workflowAnalytics(em: EntityManager, organizationId: strin
   const period = resolvePeriod(q.start_date, q.end_date);
   const granularity: Granularity = q.granularity;
   const scope: Scope = { organizationId, workflowId };
-  const [current, prev, customers] = await Promise.all([
-    sumCountersBy(em, scope, period, ['bucket', 'channel'], granularity),
-    sumCounters(em, scope, previousPeriod(period)).then(totalOf),
-    distinctCustomers(em, scope, period, { granularity }),
-  ]);
-  const { total } = current;
-  const byBucket = current.bucket!;
-  const byChannel = current.channel!;
-  const channelBreakdown = (m: Map<string, Counters>) =>
-    Object.fromEntries([...m].filter(([, c]) => c.started > 0).sort(([a], [b]) => a.localeCompare(b)).map(([k, c]) => [k, c.started]));
-  const all: MetricsOut = { ...executionMetrics(total), unique_customers: customers.total, channel_breakdown: channelBreakdown(byChannel) };
+  const [current, prev] = await Promise.all([workflowMetricsOf(em, scope, period, granularity), sumCounters(em, scope, previousPeriod(period)).then(totalOf)]);
+  const total = current.counters;
   const result: Record<string, unknown> = {
     workflow_id: workflowId,
     period: periodOut(period),
-    metrics: pickMetrics(all, q.metrics),
+    metrics: pickMetrics(current.metrics, q.metrics),
     trends: {
       execution_trend: trend(total.started, prev.started),
       success_rate_trend: trend(successRatio(total.succeeded, total.failed), successRatio(prev.succeeded, prev.failed)),
       duration_trend: trend(averageDurationMs(total), averageDurationMs(prev)),
     },
-    daily_metrics: bucketStarts(period, granularity).map((start) => {
-      const label = bucketLabel(start, granularity);
-      const c = countersOr0(byBucket.get(label));
-      return {
-        date: label,
-        executions: c.started,
-        success_rate: successRatio(c.succeeded, c.failed),
-        average_duration_ms: averageDurationMs(c),
-        messages_sent: c.messages_out,
-        messages_received: c.messages_in,
-        unique_customers: customers.byBucket.get(label) ?? 0,
-      };
-    }),
+    daily_metrics: current.series,
   };
   if (q.group_by && q.group_by.length > 0) result.groups = await groups(em, scope, period, q.group_by as Array<'channel' | 'trigger_id'>, q.metrics);
   return result;
@@ -331,15 +307,15 @@ const REASON_SQL = `case
 
 export async function journey(em: EntityManager, organizationId: string, q: z.output<typeof JourneyQuery>) {
   const period = resolvePeriod(q.start_date, q.end_date);
-  // One row per journey: the step index it reached (1-based), the time to each step, its customer and its stop reason.
-  let rows: Array<{ reached: number; customer_id: string | null; t: Array<number | null>; reason: string; duration: number | null }>;
+  // One row per journey: how many steps it completed in order, the time to each, and its stop reason.
+  let rows: Array<{ reached: number; t: Array<number | null>; reason: string; duration: number | null }>;
   let names: string[];
   if (q.journey_type === 'workflow') {
     if (!q.workflow_id) throw invalid('workflow_id is required with journey_type=workflow', 'workflow_id', 'MISSING_REQUIRED_FIELD');
     const wf = await requireWorkflow(em, organizationId, q.workflow_id);
     names = nodePathOrder(wf);
-    const raw = await em.execute<Array<{ customer_id: string | null; nodes: Record<string, number> | null; reason: string; duration: number | null }>>(
-      `select x.customer_id, ${REASON_SQL} as reason, x.duration_ms as duration,
+    const raw = await em.execute<Array<{ nodes: Record<string, number> | null; reason: string; duration: number | null }>>(
+      `select ${REASON_SQL} as reason, x.duration_ms as duration,
               (select jsonb_object_agg(s.node_id, coalesce(s.duration_ms, 0)) from execution_steps s where s.execution_id = x.id and s.status = 'completed') as nodes
          from executions x where x.organization_id = ? and x.workflow_id = ? and x.started_at >= ? and x.started_at < ?`,
       [organizationId, wf.id, period.start, period.end],
@@ -352,13 +328,13 @@ export async function journey(em: EntityManager, organizationId: string, q: z.ou
         reached++;
         t.push(r.nodes[id]!);
       }
-      return { reached, customer_id: r.customer_id, t, reason: r.reason, duration: r.reason === 'completed' ? r.duration : null };
+      return { reached, t, reason: r.reason, duration: r.reason === 'completed' ? r.duration : null };
     });
   } else {
     names = [...CONVERSATION_STEPS];
     // Journeys start with a customer's conversation-opening message (not a form reply) and follow the first execution it started.
-    const raw = await em.execute<Array<{ customer_id: string; reason: string; t2: number | null; t3: number | null; t4: number | null; t5: number | null }>>(
-      `select m.customer_id, ${REASON_SQL} as reason,
+    const raw = await em.execute<Array<{ reason: string; t2: number | null; t3: number | null; t4: number | null; t5: number | null }>>(
+      `select ${REASON_SQL} as reason,
               extract(epoch from x.started_at - m.created_at) * 1000 as t2,
               extract(epoch from o.created_at - m.created_at) * 1000 as t3,
               extract(epoch from coalesce(r.created_at, case when x.status = 'success' then x.completed_at end) - m.created_at) * 1000 as t4,
@@ -374,20 +350,24 @@ export async function journey(em: EntityManager, organizationId: string, q: z.ou
       const t = [0, r.t2, r.t3, r.t4, r.t5];
       let reached = 0;
       while (reached < t.length && t[reached] !== null && t[reached] !== undefined) reached++;
-      return { reached, customer_id: r.customer_id, t: t.slice(0, reached), reason: r.reason, duration: r.t5 };
+      return { reached, t: t.slice(0, reached), reason: r.reason, duration: r.t5 };
     });
   }
   const total = rows.length;
   const completed = rows.filter((r) => r.reached === names.length).length;
   const ratio = (a: number, b: number) => (b === 0 ? 0 : Math.round((a / b) * 10_000) / 10_000);
+  // A journey enters step k once it completed step k − 1 (every journey enters step 1): a
+  // customer whose form timed out saw the question, so they entered the form step.
+  const entered = (i: number) => rows.filter((r) => r.reached >= i);
   const journeySteps = names.map((name, i) => {
-    const reached = rows.filter((r) => r.reached > i);
-    const times = reached.map((r) => Number(r.t[i] ?? 0));
+    const completedIt = rows.filter((r) => r.reached > i);
+    const times = completedIt.map((r) => Number(r.t[i] ?? 0));
+    const enteredIt = entered(i).length;
     return {
       step: i + 1,
       name,
-      customers: new Set(reached.map((r) => r.customer_id ?? '')).size,
-      completion_rate: ratio(reached.length, total),
+      customers: enteredIt,
+      completion_rate: ratio(completedIt.length, enteredIt),
       average_duration_ms: times.length === 0 ? 0 : Math.round(times.reduce((s, v) => s + v, 0) / times.length),
     };
   });
@@ -401,11 +381,11 @@ export async function journey(em: EntityManager, organizationId: string, q: z.ou
     journey_steps: journeySteps,
   };
   if (q.include_dropoffs) {
-    // Drop-off at step k: journeys that reached step k − 1 but not step k (the step they did not get through).
+    // Drop-off at step k: journeys that entered step k and did not complete it.
     out.drop_off_points = names
       .map((name, i) => {
         const stopped = rows.filter((r) => r.reached === i);
-        const before = i === 0 ? total : rows.filter((r) => r.reached >= i).length;
+        const before = entered(i).length;
         const counts = new Map<string, number>();
         for (const r of stopped) counts.set(r.reason, (counts.get(r.reason) ?? 0) + 1);
         return {

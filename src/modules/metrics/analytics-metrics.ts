@@ -52,11 +52,15 @@ export function histogramPercentile(hist: Histogram, p: number): number | null {
   return Math.round(v);
 }
 
-/** What a question is about: an organization, optionally one workflow and one channel. */
+/**
+ * What a question is about: an organization, optionally its workflows and channels (one id,
+ * or a list for reports). Without a workflow the scope also holds the messages outside any
+ * execution (rollup rows of workflow '').
+ */
 export interface Scope {
   organizationId: string;
-  workflowId?: string;
-  channel?: string;
+  workflowId?: string | readonly string[];
+  channel?: string | readonly string[];
 }
 
 export interface Period {
@@ -144,14 +148,18 @@ interface Sql {
 function scopeFilter(scope: Scope, alias: string, opts: { workflowColumn?: string } = {}): Sql {
   let sql = `${alias}.organization_id = ?`;
   const params: unknown[] = [scope.organizationId];
-  if (scope.workflowId !== undefined) {
-    sql += ` and ${opts.workflowColumn ?? `${alias}.workflow_id`} = ?`;
-    params.push(scope.workflowId);
-  }
-  if (scope.channel !== undefined) {
-    sql += ` and ${alias}.channel = ?`;
-    params.push(scope.channel);
-  }
+  const match = (column: string, value: string | readonly string[]) => {
+    if (typeof value === 'string') {
+      sql += ` and ${column} = ?`;
+      params.push(value);
+    } else {
+      // An empty list matches nothing (a list expands to one placeholder per value).
+      sql += value.length === 0 ? ' and false' : ` and ${column} in (${value.map(() => '?').join(', ')})`;
+      params.push(...value);
+    }
+  };
+  if (scope.workflowId !== undefined) match(opts.workflowColumn ?? `${alias}.workflow_id`, scope.workflowId);
+  if (scope.channel !== undefined) match(`${alias}.channel`, scope.channel);
   return { sql, params };
 }
 
@@ -373,6 +381,26 @@ export const netPromoterScore = (c: Counters) =>
 /** Mean duration of finished (success or failed) executions, whole ms; 0 when none finished (as workflow metrics). */
 export const averageDurationMs = (c: Counters) => (c.succeeded + c.failed === 0 ? 0 : Math.round(c.duration_sum_ms / (c.succeeded + c.failed)));
 
+/**
+ * The metric names of workflow analytics' `metrics` (the workflow metrics object's names plus
+ * customer_satisfaction and net_promoter_score), in answer order. Reports accept exactly
+ * these names.
+ */
+export const WORKFLOW_METRICS = [
+  'total_executions',
+  'successful_executions',
+  'failed_executions',
+  'success_rate',
+  'average_duration_ms',
+  'total_messages_sent',
+  'total_messages_received',
+  'unique_customers',
+  'channel_breakdown',
+  'customer_satisfaction',
+  'net_promoter_score',
+] as const;
+export type WorkflowMetric = (typeof WORKFLOW_METRICS)[number];
+
 /** The workflow metrics' counters from rollup counters (same names and rules as GET /v1/workflows/{id}/metrics). */
 export function executionMetrics(c: Counters) {
   return {
@@ -381,11 +409,44 @@ export function executionMetrics(c: Counters) {
     failed_executions: c.failed,
     success_rate: successRatio(c.succeeded, c.failed),
     average_duration_ms: averageDurationMs(c),
-    messages_sent: c.messages_out,
-    messages_received: c.messages_in,
+    total_messages_sent: c.messages_out,
+    total_messages_received: c.messages_in,
     customer_satisfaction: customerSatisfaction(c),
     net_promoter_score: netPromoterScore(c),
   };
+}
+
+export type WorkflowMetricsValues = ReturnType<typeof executionMetrics> & { unique_customers: number; channel_breakdown: Record<string, number> };
+
+/** Executions per channel, channels without executions left out, in code-point order. */
+export const channelBreakdown = (byChannel: Map<string, Counters>): Record<string, number> =>
+  Object.fromEntries([...byChannel].filter(([, c]) => c.started > 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, c]) => [k, c.started]));
+
+/**
+ * Every workflow metric over a scope and period, with its series per `granularity` bucket
+ * (empty buckets as zeros): the `metrics` and `daily_metrics` of workflow analytics, and
+ * each group of a report. One function, so the two answers cannot drift apart.
+ */
+export async function workflowMetricsOf(em: EntityManager, scope: Scope, period: Period, granularity: Granularity) {
+  const [current, customers] = await Promise.all([
+    sumCountersBy(em, scope, period, ['bucket', 'channel'], granularity),
+    distinctCustomers(em, scope, period, { granularity }),
+  ]);
+  const metrics: WorkflowMetricsValues = { ...executionMetrics(current.total), unique_customers: customers.total, channel_breakdown: channelBreakdown(current.channel!) };
+  const series = bucketStarts(period, granularity).map((start) => {
+    const label = bucketLabel(start, granularity);
+    const c = countersOr0(current.bucket!.get(label));
+    return {
+      date: label,
+      executions: c.started,
+      success_rate: successRatio(c.succeeded, c.failed),
+      average_duration_ms: averageDurationMs(c),
+      messages_sent: c.messages_out,
+      messages_received: c.messages_in,
+      unique_customers: customers.byBucket.get(label) ?? 0,
+    };
+  });
+  return { counters: current.total, metrics, series };
 }
 
 /** Share of finished (success or failed) executions, 4 decimals; 0 when none finished. */

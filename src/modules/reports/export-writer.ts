@@ -21,8 +21,8 @@ import { Client } from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import Cursor from 'pg-cursor';
 import type { Services } from '../../services';
-import { computeReportData, REPORT_METRICS } from './report-data';
-import { type ExportDataType, type ExportFilters, exportColumns, exportRowsQuery, type TableDataType } from './export-sources';
+import { computeReportData } from './report-data';
+import { type ExportDataType, type ExportFilters, exportColumns, exportCountQuery, exportRowsQuery, type TableDataType } from './export-sources';
 
 export type ExportFormat = 'csv' | 'json' | 'xlsx';
 
@@ -60,12 +60,23 @@ type Row = unknown[];
 
 const WORKFLOW_METRICS_COLUMNS = ['workflow_id', 'workflow_name', 'date', 'executions', 'success_rate', 'average_duration_ms'];
 
-async function* workflowMetricsBatches(em: EntityManager, job: ExportJob): AsyncGenerator<Row[]> {
+/** The rows of an export as batches, read from one database snapshot taken at `generatedAt`. */
+interface RowSource {
+  generatedAt: Date;
+  /** The number of rows the batches hold, when it was asked for before reading them. */
+  rowCount?: number;
+  batches: Iterable<Row[]> | AsyncIterable<Row[]>;
+  close(): Promise<void>;
+}
+
+/** `workflow_metrics`: computed whole (one row per workflow and day, a small set), so its count is known first. */
+async function workflowMetricsSource(em: EntityManager, job: ExportJob): Promise<RowSource> {
   const start = job.requestFilters.start_date as string | undefined;
   const end = job.requestFilters.end_date as string | undefined;
+  const generatedAt = new Date();
   const data = await computeReportData(em, {
     organizationId: job.organizationId,
-    metrics: REPORT_METRICS,
+    metrics: [],
     ...(start ? { startDate: start } : {}),
     ...(end ? { endDate: end } : {}),
     ...(job.filters.workflowIds ? { workflowIds: job.filters.workflowIds } : {}),
@@ -73,32 +84,56 @@ async function* workflowMetricsBatches(em: EntityManager, job: ExportJob): Async
     groupBy: ['workflow_id'],
     granularity: 'day',
   });
-  for (const g of data.groups) {
-    yield g.series.map((s) => [g.workflow_id, g.workflow_name, s.date, s.executions, s.success_rate, s.average_duration_ms]);
-  }
+  const batches = data.groups.map((g) => g.series.map((s) => [g.workflow_id, g.workflow_name, s.date, s.executions, s.success_rate, s.average_duration_ms]));
+  return { generatedAt, rowCount: batches.reduce((n, b) => n + b.length, 0), batches: batches.filter((b) => b.length > 0), close: async () => undefined };
 }
 
-async function* cursorBatches(databaseUrl: string, dataType: TableDataType, job: ExportJob): AsyncGenerator<Row[]> {
+/**
+ * A table data type through a server-side cursor, inside one read-only REPEATABLE READ
+ * transaction: with `countFirst` the count and the rows come from the same snapshot, so a
+ * metadata line's `row_count` is exactly the number of rows that follow it.
+ */
+async function tableSource(databaseUrl: string, dataType: TableDataType, job: ExportJob, countFirst: boolean): Promise<RowSource> {
   const client = new Client({ connectionString: databaseUrl, application_name: `wfa-export-${job.id}` });
   await client.connect();
   try {
-    const { text, values } = exportRowsQuery(dataType, job.organizationId, job.filters);
-    const cursor = client.query(new Cursor<Row>(text, values, { rowMode: 'array' }));
-    // One batch of read-ahead: PostgreSQL produces the next batch while this one renders.
-    let next = cursor.read(BATCH_SIZE);
-    try {
-      for (;;) {
-        const batch = await next;
-        if (batch.length === 0) return;
-        next = cursor.read(BATCH_SIZE);
-        yield batch;
-      }
-    } finally {
-      await next.catch(() => undefined);
-      await cursor.close();
+    await client.query('begin transaction isolation level repeatable read read only');
+    const generatedAt = new Date();
+    let rowCount: number | undefined;
+    if (countFirst) {
+      const { text, values } = exportCountQuery(dataType, job.organizationId, job.filters);
+      rowCount = (await client.query<{ n: number }>(text, values)).rows[0]?.n ?? 0;
+    }
+    return {
+      generatedAt,
+      ...(rowCount !== undefined ? { rowCount } : {}),
+      batches: cursorBatches(client, dataType, job),
+      close: async () => {
+        await client.query('commit').catch(() => undefined);
+        await client.end().catch(() => undefined);
+      },
+    };
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    throw err;
+  }
+}
+
+async function* cursorBatches(client: Client, dataType: TableDataType, job: ExportJob): AsyncGenerator<Row[]> {
+  const { text, values } = exportRowsQuery(dataType, job.organizationId, job.filters);
+  const cursor = client.query(new Cursor<Row>(text, values, { rowMode: 'array' }));
+  // One batch of read-ahead: PostgreSQL produces the next batch while this one renders.
+  let next = cursor.read(BATCH_SIZE);
+  try {
+    for (;;) {
+      const batch = await next;
+      if (batch.length === 0) return;
+      next = cursor.read(BATCH_SIZE);
+      yield batch;
     }
   } finally {
-    await client.end().catch(() => undefined);
+    await next.catch(() => undefined);
+    await cursor.close();
   }
 }
 
@@ -178,7 +213,11 @@ function csvRenderer(columns: string[], out: PassThrough): Renderer {
   };
 }
 
-/** NDJSON: one object per line, nothing else, so every line parser reads every line. */
+/**
+ * NDJSON: one object per line, so every line parser reads every line. With include_metadata
+ * the first line is `{"type": "metadata", ...}`, so the metadata travels with the file (a
+ * presigned S3 download has none of this service's headers).
+ */
 function ndjsonRenderer(columns: string[], out: PassThrough): Renderer {
   return {
     async batch(rows) {
@@ -217,7 +256,8 @@ function xlsxRenderer(columns: string[], out: PassThrough, sheetName: string): R
 
 /**
  * Writes the export's file under `job.fileKey` (replacing any earlier attempt's file) and
- * returns its size and row count. `onRows(n)` is called after every written batch with the count so far.
+ * returns its size, its row count and when its data was read (the metadata's `generated_at`).
+ * `onRows(n)` is called after every written batch with the count so far.
  */
 export async function writeExportFile(
   services: Services,
@@ -226,31 +266,37 @@ export async function writeExportFile(
 ): Promise<{ size: number; rows: number; generatedAt: Date }> {
   let rows = 0;
   let generatedAt = new Date();
-  const metadata = (): ExportMetadata | undefined => {
-    generatedAt = new Date();
-    return job.includeMetadata
-      ? { export_id: job.id, data_type: job.dataType, format: job.format, filters: job.requestFilters, generated_at: generatedAt.toISOString(), row_count: rows }
+  const metadata = (rowCount: number): ExportMetadata | undefined =>
+    job.includeMetadata
+      ? { export_id: job.id, data_type: job.dataType, format: job.format, filters: job.requestFilters, generated_at: generatedAt.toISOString(), row_count: rowCount }
       : undefined;
-  };
 
   const render = async (out: PassThrough): Promise<void> => {
     if (job.format === 'csv' && job.dataType !== 'workflow_metrics') {
+      generatedAt = new Date();
       rows = await copyCsv(services.config.DATABASE_URL, job.dataType, job, out, onRows);
       return;
     }
     const columns = job.dataType === 'workflow_metrics' ? WORKFLOW_METRICS_COLUMNS : exportColumns(job.dataType);
-    const batches =
+    const metadataFirst = job.format === 'json' && job.includeMetadata;
+    const source =
       job.dataType === 'workflow_metrics'
-        ? workflowMetricsBatches(services.orm.em.fork() as EntityManager, job)
-        : cursorBatches(services.config.DATABASE_URL, job.dataType, job);
-    const renderer =
-      job.format === 'csv' ? csvRenderer(columns, out) : job.format === 'json' ? ndjsonRenderer(columns, out) : xlsxRenderer(columns, out, job.dataType);
-    for await (const batch of batches) {
-      await renderer.batch(batch);
-      rows += batch.length;
-      onRows(rows);
+        ? await workflowMetricsSource(services.orm.em.fork() as EntityManager, job)
+        : await tableSource(services.config.DATABASE_URL, job.dataType, job, metadataFirst);
+    try {
+      generatedAt = source.generatedAt;
+      const renderer =
+        job.format === 'csv' ? csvRenderer(columns, out) : job.format === 'json' ? ndjsonRenderer(columns, out) : xlsxRenderer(columns, out, job.dataType);
+      if (metadataFirst) await put(out, `${JSON.stringify({ type: 'metadata', ...metadata(source.rowCount ?? 0) })}\n`);
+      for await (const batch of source.batches) {
+        await renderer.batch(batch);
+        rows += batch.length;
+        onRows(rows);
+      }
+      await renderer.end(() => metadata(rows));
+    } finally {
+      await source.close();
     }
-    await renderer.end(metadata);
   };
 
   const out = new PassThrough({ highWaterMark: 1024 * 1024 });
@@ -263,7 +309,5 @@ export async function writeExportFile(
     throw err;
   }
   const stored = await storing;
-  // xlsx took its metadata (and time) when writing the metadata sheet.
-  if (job.format !== 'xlsx') metadata();
   return { size: stored.size, rows, generatedAt };
 }

@@ -11,7 +11,7 @@ import { stringify } from 'csv-stringify';
 import PDFDocument from 'pdfkit';
 import type { Services } from '../../services';
 import type { Granularity } from '../metrics/execution-metrics';
-import { computeReportData, type ReportData, type ReportGroup, type ReportGroupBy, type ReportMetric } from './report-data';
+import { computeReportData, type ReportData, type ReportGroup, type ReportGroupBy, type ReportMetric, type ReportMetricValue } from './report-data';
 import type { Report } from './report.entity';
 import { REPORT_CONTENT_TYPES } from './report.service';
 
@@ -32,9 +32,22 @@ function groupLabel(g: ReportGroup): string {
   return parts.length ? parts.join(' · ') : 'All executions';
 }
 
+/** A CSV cell: a number as it is, no answers (null) as an empty cell, `channel_breakdown` as its JSON object. */
+const csvCell = (v: ReportMetricValue | undefined) => (v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : v);
+
+/** A PDF table value: no answers read `n/a`, `channel_breakdown` as `channel: count` pairs. */
+const pdfValue = (v: ReportMetricValue | undefined) =>
+  v === null || v === undefined
+    ? 'n/a'
+    : typeof v === 'object'
+      ? Object.entries(v)
+          .map(([k, n]) => `${k}: ${n}`)
+          .join(', ') || 'none'
+      : String(v);
+
 function csvRows(req: StoredRequest, data: ReportData): unknown[][] {
   const keys = groupColumns(req.group_by) as Array<'workflow_id' | 'workflow_name' | 'channel'>;
-  return data.groups.map((g) => [...keys.map((k) => g[k] ?? ''), ...req.metrics.map((m) => g.metrics[m] ?? 0)]);
+  return data.groups.map((g) => [...keys.map((k) => g[k] ?? ''), ...req.metrics.map((m) => csvCell(g.metrics[m]))]);
 }
 
 function renderPdf(report: Report, req: StoredRequest, data: ReportData, generatedAt: Date, out: PassThrough): void {
@@ -60,7 +73,7 @@ function renderPdf(report: Report, req: StoredRequest, data: ReportData, generat
     for (const m of req.metrics) {
       const y = doc.y;
       doc.text(m, left, y, { width: width * 0.6 });
-      doc.text(String(g.metrics[m] ?? 0), left + width * 0.6, y, { width: width * 0.4, align: 'right' });
+      doc.text(pdfValue(g.metrics[m]), left + width * 0.6, y, { width: width * 0.4, align: 'right' });
       doc
         .moveTo(left, doc.y + 2)
         .lineTo(left + width, doc.y + 2)

@@ -20,7 +20,7 @@ interface FileRecord {
 }
 
 export class AnalyticsExport implements FileRecord {
-  [OptionalProps]?: 'rowsTotal' | 'rowsWritten' | 'fileKey' | 'fileSize' | 'errorMessage' | 'createdAt' | 'completedAt' | 'expiresAt';
+  [OptionalProps]?: 'rowsTotal' | 'rowsWritten' | 'fileKey' | 'fileSize' | 'errorMessage' | 'createdAt' | 'completedAt' | 'expiresAt' | 'generatedAt';
   id!: string;
   organizationId!: string;
   dataType!: string;
@@ -30,6 +30,8 @@ export class AnalyticsExport implements FileRecord {
   status!: ExportStatus;
   rowsTotal: number | null = null;
   rowsWritten = 0;
+  /** When the export read its data: the metadata's `generated_at` (null before completion and for older exports). */
+  generatedAt: Date | null = null;
   fileKey: string | null = null;
   fileSize: number | null = null;
   errorMessage: string | null = null;
@@ -60,6 +62,7 @@ export const AnalyticsExportSchema = new EntitySchema<AnalyticsExport>({
     status: { type: 'string' },
     rowsTotal: { type: 'integer', fieldName: 'rows_total', nullable: true },
     rowsWritten: { type: 'integer', fieldName: 'rows_written' },
+    generatedAt: { type: 'Date', fieldName: 'generated_at', nullable: true },
     ...fileColumns,
   },
 });

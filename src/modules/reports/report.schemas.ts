@@ -3,6 +3,7 @@ import { paginationQuery } from '../../http/pagination';
 import type { IssueClassifier } from '../../http/validation';
 import { isoDateTime } from '../../http/validation';
 import { z } from '../../http/zod';
+import { AnalyticsMetricsOut } from '../analytics/analytics.schemas';
 import { GRANULARITIES } from '../metrics/execution-metrics';
 import { Channel, DESCRIPTION_MAX, NAME_MAX } from '../workflows/workflow.schemas';
 import { EXPORT_DATA_TYPES } from './export-sources';
@@ -21,7 +22,10 @@ export const ExportIn = z
     include_metadata: z
       .boolean()
       .default(false)
-      .openapi({ description: 'xlsx: a second sheet `metadata`; csv/json: `X-Export-*` download headers; all: `metadata` in the status record' }),
+      .openapi({
+        description:
+          'json (NDJSON): a first line `{"type":"metadata", export_id, data_type, format, filters, generated_at, row_count}`; xlsx: a second sheet `metadata`; csv: no extra lines. All formats: `metadata` in the status record',
+      }),
   })
   .openapi('ExportRequest');
 
@@ -29,7 +33,11 @@ export const ReportIn = z
   .strictObject({
     name: z.string().trim().min(1).max(NAME_MAX),
     description: z.string().max(DESCRIPTION_MAX).optional(),
-    metrics: z.array(z.enum(REPORT_METRICS)).min(1).max(REPORT_METRICS.length),
+    metrics: z
+      .array(z.enum(REPORT_METRICS, { error: (issue) => `unknown metric ${JSON.stringify(issue.input)}; accepted: ${REPORT_METRICS.join(', ')}` }))
+      .min(1)
+      .max(REPORT_METRICS.length)
+      .openapi({ description: `Any of the metrics of workflow analytics: ${REPORT_METRICS.join(', ')}` }),
     filters: z
       .strictObject({
         start_date: isoDateTime.optional().openapi({ description: 'Default: 30 days before end_date' }),
@@ -61,8 +69,18 @@ export const ReportFileOut = z
         workflow_id: z.string().optional(),
         workflow_name: z.string().optional(),
         channel: z.string().optional(),
-        metrics: z.partialRecord(z.enum(REPORT_METRICS), z.number()),
-        series: z.array(z.object({ date: z.string(), executions: z.number().int(), success_rate: z.number(), average_duration_ms: z.number() })),
+        metrics: AnalyticsMetricsOut,
+        series: z.array(
+          z.object({
+            date: z.string(),
+            executions: z.number().int(),
+            success_rate: z.number(),
+            average_duration_ms: z.number(),
+            messages_sent: z.number().int(),
+            messages_received: z.number().int(),
+            unique_customers: z.number().int(),
+          }),
+        ),
       }),
     ),
   })

@@ -215,10 +215,10 @@ export class ReportService {
     });
   }
 
-  private complete(r: AnalyticsExport | Report, size: number, generatedAt: string): Date {
+  private complete(r: AnalyticsExport | Report, size: number, completedAt: Date): Date {
     r.status = 'completed';
     r.fileSize = size;
-    r.completedAt = new Date(generatedAt);
+    r.completedAt = completedAt;
     r.expiresAt = new Date(r.completedAt.getTime() + this.services.config.REPORT_RETENTION_DAYS * 86_400_000);
     return r.expiresAt;
   }
@@ -234,7 +234,8 @@ export class ReportService {
     await this.finish(AnalyticsExport, id, (r) => {
       r.rowsWritten = file.rows;
       r.rowsTotal = file.rows;
-      const expiresAt = this.complete(r, file.size, file.generatedAt);
+      r.generatedAt = new Date(file.generatedAt);
+      const expiresAt = this.complete(r, file.size, new Date());
       return {
         type: 'export.completed',
         data: {
@@ -323,7 +324,7 @@ export class ReportService {
 
   async completeReport(id: string, file: { size: number; generatedAt: string }): Promise<void> {
     await this.finish(Report, id, (r) => {
-      const expiresAt = this.complete(r, file.size, file.generatedAt);
+      const expiresAt = this.complete(r, file.size, new Date(file.generatedAt));
       return {
         type: 'report.completed',
         data: {
@@ -379,7 +380,7 @@ function exportMetadata(r: AnalyticsExport): ExportMetadata {
     data_type: r.dataType,
     format: r.format,
     filters: r.request,
-    generated_at: (r.completedAt ?? r.createdAt).toISOString(),
+    generated_at: (r.generatedAt ?? r.completedAt ?? r.createdAt).toISOString(),
     row_count: r.rowsWritten,
   };
 }

@@ -112,8 +112,8 @@ export const WebhookTestOut = z
 export const WebhookLogQuery = z.strictObject({
   ...paginationQuery,
   status: z.enum(WEBHOOK_LOG_STATUSES).optional(),
-  start_date: isoDateTime.optional(),
-  end_date: isoDateTime.optional(),
+  start_date: isoDateTime.optional().openapi({ description: 'Inclusive, on `delivered_at`' }),
+  end_date: isoDateTime.optional().openapi({ description: 'Exclusive timestamp on `delivered_at`; a date-only value includes that whole UTC day' }),
   event_id: z.string().max(64).optional().openapi({ description: 'Extension: the attempts of one event' }),
 });
 
