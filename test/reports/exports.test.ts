@@ -13,7 +13,6 @@ import { ensureFileExpirySchedule } from '../../src/modules/reports/file-expiry'
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { startTestWorker, type TestWorker } from '../helpers/temporal';
-import { waitFor } from '../helpers/wait';
 import { createWorkflow, download, pathOf, seedExecutions, waitForStatus } from './helpers';
 
 jest.setTimeout(180_000);
@@ -189,7 +188,13 @@ describe('data exports', () => {
       if (dataType === 'messages') expect(rows.find((r) => r.id === 'msg_multiline')?.text).toBe('line one\nline "two", end');
     }
     const triggerRows = parse((await download(t, key, pathOf((await completed({ data_type: 'trigger_executions', filters: { workflow_ids: [wfA] } })).download_url))).body, { columns: true }) as Array<Record<string, string>>;
-    expect(new Set(triggerRows.map((r) => r.status))).toEqual(new Set(['success', 'failed'].filter((s) => triggerRows.some((r) => r.status === s))));
+    // Each firing reads as its linked execution's seeded status (success or failed).
+    const firings = await t.query<{ id: string; status: string }>(
+      'select t.id, e.status from trigger_executions t join executions e on e.id = t.execution_id where t.workflow_id = ?',
+      [wfA],
+    );
+    expect(firings).toHaveLength(10);
+    expect(triggerRows.map((r) => [r.id, r.status]).sort()).toEqual(firings.map((f) => [f.id, f.status]).sort());
 
     const done = await completed({ data_type: 'workflow_metrics', start_date: '2026-11-19', end_date: '2026-11-20', filters: { workflow_ids: [wfA] } });
     const rows = parse((await download(t, key, pathOf(done.download_url))).body, { columns: true, cast: true }) as Array<Record<string, string | number>>;
@@ -294,6 +299,5 @@ describe('data exports', () => {
     } finally {
       await schedule.delete();
     }
-    await waitFor(async () => true);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Proves the `/readyz` Temporal probe: true for a live server, false fast for a dead one,
+ * Proves the `/readyz` Temporal probe: true for a live server, false (not a hang) for a dead one,
  * and the app's `/readyz` follows a server that goes down and comes back on the same port
  * and SQLite file.
  */
@@ -35,14 +35,14 @@ test('reachable: the shared dev server', async () => {
   }
 });
 
-test('unreachable: a closed port answers false within a couple of seconds', async () => {
+// No duration asserted (timings belong in benchmarks): the probe answering at all, within
+// the test's own timeout, is what shows it does not hang on a dead server.
+test('unreachable: a closed port answers false rather than hanging', async () => {
   const port = await freePort();
   // Lazy: an eager connect would itself fail; /readyz must cope with a server that vanished.
   const connection = Connection.lazy({ address: `127.0.0.1:${port}` });
   try {
-    const started = Date.now();
     expect(await isTemporalReachable(connection)).toBe(false);
-    expect(Date.now() - started).toBeLessThan(2_500);
   } finally {
     await connection.close();
   }
