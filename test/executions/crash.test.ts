@@ -5,7 +5,10 @@
  *    trigger and a workflow's own keywords (message, trigger execution, both execution
  *    rows, their events: one transaction) and before starting anything on Temporal: the
  *    worker's reconciler starts both executions, exactly once each.
- * 2. The worker dies while executions are between steps (a send in flight) and while one
+ * 2. The API dies after committing an api trigger's firing and its execution, right
+ *    before the Temporal start (`execution.before_temporal_start`): the reconciler starts
+ *    it exactly once.
+ * 3. The worker dies while executions are between steps (a send in flight) and while one
  *    waits for a form reply: after a restart every execution completes, each step is
  *    recorded once and each message stored once.
  *
@@ -133,18 +136,66 @@ describe('crash safety of executions', () => {
     await worker.kill('SIGTERM');
   });
 
+  it('an API killed after committing a trigger firing and before its Temporal start: the reconciler starts it exactly once', async () => {
+    const workflowId = await createActiveWorkflow(t, key, {
+      name: 'Crash before start',
+      channel: 'whatsapp',
+      configuration: { nodes: [{ id: 'ack', type: 'message', content: 'fired' }] },
+    });
+    const trigger = await t.request.post('/v1/triggers').set(bearer(key)).send({ name: 'Api crash', type: 'api', workflow_id: workflowId, configuration: {} });
+    expect(trigger.status).toBe(201);
+    const triggerId = trigger.body.data.id as string;
+
+    const port = await freePort();
+    const api = spawnMain('api', { PORT: String(port), FAILPOINTS: 'execution.before_temporal_start' });
+    await api.waitForLine(/API listening/, 60_000);
+    const fired = await fetch(`http://127.0.0.1:${port}/v1/triggers/${triggerId}/fire`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...bearer(key) },
+      body: JSON.stringify({ order: 7 }),
+    }).then(
+      (r) => r.status,
+      () => 'connection lost',
+    );
+    expect(fired).toBe('connection lost');
+    await api.exited;
+    expect(api.lines.join('\n')).toContain('failpoint execution.before_temporal_start: SIGKILL');
+
+    // The firing and its execution are committed; nothing is started on Temporal.
+    const rows = await t.query<{ id: string; temporal_started_at: Date | null }>('select id, temporal_started_at from executions where workflow_id = ?', [workflowId]);
+    expect(rows).toEqual([{ id: expect.any(String), temporal_started_at: null }]);
+    const executionId = rows[0]!.id;
+    expect(await t.query('select execution_id, status from trigger_executions where trigger_id = ?', [triggerId])).toEqual([{ execution_id: executionId, status: 'running' }]);
+    await expect(t.services.temporal.client.workflow.getHandle(executionId).describe()).rejects.toThrow();
+
+    // A worker's reconciler starts it, once.
+    const worker = spawnMain('worker');
+    await worker.waitForLine(/worker running/, 60_000);
+    const done = await waitForExecution(t, key, workflowId, executionId, 'success', 60_000);
+    expect(done).toMatchObject({ trigger_id: triggerId, steps: [expect.objectContaining({ node_id: 'ack' })] });
+    expect(await reconcileOnce(t.services, 0)).toEqual({ started: 0, redelivered: 0, cancelled: 0, jobs: 0 });
+    const runs: string[] = [];
+    for await (const wf of t.services.temporal.client.workflow.list({ query: `WorkflowId = '${executionId}'` })) runs.push(wf.runId);
+    expect(runs).toHaveLength(1);
+    expect(await t.query(`select 1 from events where type = 'workflow.started' and data->>'execution_id' = ?`, [executionId])).toHaveLength(1);
+    expect((await t.request.get(`/v1/triggers/${triggerId}`).set(bearer(key))).body.data.execution_count).toBe(1);
+    await worker.kill('SIGTERM');
+  });
+
   it('a worker killed mid-execution and during a form wait: after a restart all complete, each step recorded once', async () => {
     // A channel provider that holds every "second" message until released.
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));
     const held: string[] = [];
     const keys: string[] = [];
+    const sends: Array<{ text: string; key: string }> = [];
     const provider = http.createServer((req, res) => {
       let raw = '';
       req.on('data', (c) => (raw += c));
       req.on('end', async () => {
         const body = JSON.parse(raw) as { text: string };
         keys.push(String(req.headers['idempotency-key']));
+        sends.push({ text: body.text, key: String(req.headers['idempotency-key']) });
         if (body.text === 'second') {
           held.push(String(req.headers['idempotency-key']));
           await released;
@@ -232,8 +283,12 @@ describe('crash safety of executions', () => {
       }
       const wf = await t.request.get(`/v1/workflows/${steps}`).set(bearer(key));
       expect(wf.body.data).toMatchObject({ execution_count: 3, success_rate: 1 });
-      // The provider may see a re-sent message after the crash, always under the same idempotency key.
-      for (const id of stepIds) expect(keys.filter((k) => k === `${id}:b`).length).toBeGreaterThanOrEqual(1);
+      // The provider may see a re-sent message after the crash, but always under its step's
+      // idempotency key: the keys seen for each text are exactly one per execution.
+      for (const [text, node] of [['first', 'a'], ['second', 'b'], ['third', 'c']] as const) {
+        const seen = new Set(sends.filter((m) => m.text === text).map((m) => m.key));
+        expect({ text, keys: [...seen].sort() }).toEqual({ text, keys: stepIds.map((id) => `${id}:${node}`).sort() });
+      }
       await second.kill('SIGTERM');
     } finally {
       release();

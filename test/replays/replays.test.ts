@@ -115,7 +115,7 @@ describe('bulk replays', () => {
       [{ filter: { workflow_id: a }, revision: 'draft' }, 400, 'INVALID_REQUEST', 'revision'],
       [{ filter: { workflow_id: a, status: 'success' } }, 400, 'INVALID_REQUEST', 'filter.status'],
       [{ filter: { execution_ids: Array.from({ length: 10_001 }, (_, i) => `exec_${i}`) } }, 400, 'INVALID_REQUEST', 'filter.execution_ids'],
-      [{ filter: { workflow_id: a, start_date: '2026-11-20', end_date: '2026-11-10' } }, 400, 'INVALID_DATE_RANGE', 'filter.end_date'],
+      [{ filter: { workflow_id: a, start_date: '2026-11-20', end_date: '2026-11-10' } }, 400, 'INVALID_DATE_RANGE', 'end_date'], // the contract names `end_date` for this code
       [{ filter: { workflow_id: 'wf_missing' } }, 404, 'WORKFLOW_NOT_FOUND', 'filter.workflow_id'],
       [{ filter: { trigger_id: 'trg_missing' } }, 404, 'TRIGGER_NOT_FOUND', 'filter.trigger_id'],
       [{ filter: { execution_ids: [g1, 'exec_missing'] } }, 404, 'EXECUTION_NOT_FOUND', 'filter.execution_ids'],
