@@ -11,12 +11,16 @@ describe('rate limits', () => {
 
   it('sends the three headers on every authenticated response, errors included', async () => {
     const { key } = await t.createKey('admin');
+    // The window starts with the key's first request: its reset is an hour after an instant
+    // between these two readings of the clock (rounded up to the second).
+    const before = Date.now();
     const ok = await t.request.get('/v1/workflows').set(bearer(key));
+    const after = Date.now();
     expect(ok.headers['x-ratelimit-limit']).toBe('20');
     expect(ok.headers['x-ratelimit-remaining']).toBe('19');
     const reset = Number(ok.headers['x-ratelimit-reset']);
-    expect(reset).toBeGreaterThan(Date.now() / 1000);
-    expect(reset).toBeLessThanOrEqual(Date.now() / 1000 + 3601);
+    expect(reset).toBeGreaterThanOrEqual(Math.ceil((before + 3_600_000) / 1000));
+    expect(reset).toBeLessThanOrEqual(Math.ceil((after + 3_600_000) / 1000));
     const missing = await t.request.get('/v1/workflows/wf_missing').set(bearer(key));
     expect(missing.status).toBe(404);
     expect(missing.headers['x-ratelimit-remaining']).toBe('18');

@@ -1,13 +1,16 @@
 /**
  * A replay survives worker kills without starting any retry twice. Worker processes are
  * killed twice: once by a failpoint right after a retry started and before its outcome was
- * recorded (the worst moment), once by an outside SIGKILL mid-replay. The replay is created
+ * recorded (the worst moment), once by an outside SIGKILL inside a later batch activity (held
+ * there by a table lock the test takes). The replay is created
  * with REPLAY_BATCHES_PER_RUN=2, so it also continues as new several times on the way.
  * After a last worker finishes it, every matched execution has exactly one retry.
  */
+import { Client } from 'pg';
 import { replayWorkflowId } from '../../temporal/replays.shared';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { type SpawnedProcess, spawnService } from '../helpers/process';
+import { waitFor } from '../helpers/wait';
 import { cancelledExecutions, createFormWorkflow, retriesOf, waitForReplay } from './helpers';
 
 jest.setTimeout(420_000);
@@ -51,10 +54,33 @@ describe('crash safety of replays', () => {
     expect(unrecorded!.n).toBe(1);
     expect((await t.request.get(`/v1/replays/${id}`).set(bearer(key))).body.data.started).toBe(0);
 
-    // 2. Killed from outside once the replay is well under way.
+    // 2. Killed from outside once the replay is well under way, inside a batch activity: the
+    // test holds writes to replay_items, so the next item's record (its retry started) waits
+    // in the activity until the kill. Without that gate the kill would most likely land
+    // between batches, where the workflow waits for its rate.
     const second = spawnWorker();
     await waitForReplay(t, key, id, (r) => r.started >= 5, 'to have started five retries', 120_000);
-    await second.kill('SIGKILL');
+    const gate = new Client({ connectionString: t.databaseUrl });
+    await gate.connect();
+    try {
+      await gate.query('begin');
+      await gate.query('lock table replay_items in exclusive mode');
+      await waitFor(
+        async () =>
+          (
+            await gate.query(
+              `select 1 from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()
+                and wait_event_type = 'Lock' and query ilike '%insert into replay_items%'`,
+            )
+          ).rows.length > 0,
+        'a batch activity waiting to record an item',
+        120_000,
+      );
+      await second.kill('SIGKILL');
+    } finally {
+      await gate.query('rollback').catch(() => undefined);
+      await gate.end();
+    }
 
     // 3. A last worker finishes it.
     const third = spawnWorker({ LOG_LEVEL: 'info' });

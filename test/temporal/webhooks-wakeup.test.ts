@@ -1,16 +1,19 @@
 /**
  * The events NOTIFY is throttled (Migration20261129000200_throttled_event_notify): an
  * event inserted right after another one sends none, and is still delivered at once,
- * found by the dispatcher's polling after its wake. The regular poll is set to a minute
- * here, so only a NOTIFY or that tail can deliver within the test's time.
+ * found by the dispatcher's polling after its wake. The dispatcher here polls once an hour
+ * (its own, in place of the kit's), so within the test's time only a NOTIFY or that tail
+ * can deliver; and once the dispatcher reports itself idle (past its tail), only a NOTIFY.
  */
 import { Client } from 'pg';
-import { EVENTS_CHANNEL } from '../../src/modules/webhooks/event-dispatcher';
+import { EVENTS_CHANNEL, EventDispatcher } from '../../src/modules/webhooks/event-dispatcher';
 import { startWebhookKit, type WebhookKit } from '../helpers/webhooks';
+import { waitFor } from '../helpers/wait';
 
 jest.setTimeout(60_000);
 
 let kit: WebhookKit;
+let dispatcher: EventDispatcher;
 let listener: Client;
 let notifications = 0;
 
@@ -19,7 +22,11 @@ const notifiedJustNow = () => kit.t.query(`select setval('events_notified_at_ms'
 const notifyFreely = () => kit.t.query(`select setval('events_notified_at_ms', 0)`);
 
 beforeAll(async () => {
-  kit = await startWebhookKit({ WEBHOOK_DISPATCH_POLL_MS: '60000' });
+  kit = await startWebhookKit();
+  // An hour between regular polls (past the setting's bound): never within this file's time.
+  await kit.dispatcher.stop();
+  dispatcher = new EventDispatcher(kit.t.services, { pollMs: 3_600_000 });
+  dispatcher.start();
   listener = new Client({ connectionString: kit.t.databaseUrl });
   await listener.connect();
   listener.on('notification', () => notifications++);
@@ -28,6 +35,7 @@ beforeAll(async () => {
 afterEach(() => notifyFreely());
 afterAll(async () => {
   await listener?.end();
+  await dispatcher?.stop();
   await kit?.close();
 });
 
@@ -47,8 +55,9 @@ test('an event inserted without a NOTIFY right after one with it is delivered to
 test('a dispatcher idle past its tail is woken by the next NOTIFY', async () => {
   const { orgId, auth } = await kit.tenant();
   await kit.createHook(auth, '/idle');
-  // Past the dispatcher's polling tail (1 s after its last wake): only a NOTIFY wakes it now.
-  await new Promise((r) => setTimeout(r, 1_500));
+  // Past the dispatcher's polling tail (its last wake was the webhook's own events, if any):
+  // with the next regular poll an hour away, only a NOTIFY wakes it now.
+  await waitFor(async () => dispatcher.isIdle(), 'the dispatcher to be idle past its tail');
   notifications = 0;
   const eventId = await kit.emit(orgId, 'workflow.completed');
   const [req] = await kit.receiver.waitFor('/idle', 1);

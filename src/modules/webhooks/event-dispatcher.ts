@@ -69,6 +69,8 @@ export class EventDispatcher {
   /** When the last NOTIFY arrived or the last batch found events (ms since the epoch). */
   private lastActivity = 0;
   private wake: (() => void) | undefined;
+  /** Past its tail, waiting for a NOTIFY or the regular poll. */
+  private idle = false;
   private readonly pollMs: number;
   private readonly batchSize: number;
   private readonly startConcurrency: number;
@@ -154,6 +156,14 @@ export class EventDispatcher {
     }
   }
 
+  /**
+   * Whether the loop waits for a NOTIFY or WEBHOOK_DISPATCH_POLL_MS, its tail over: then only
+   * those wake it (tests prove the NOTIFY wake-up with it, not with a sleep).
+   */
+  isIdle(): boolean {
+    return this.idle;
+  }
+
   private notify() {
     this.lastActivity = Date.now();
     this.wakePending = true;
@@ -221,7 +231,9 @@ export class EventDispatcher {
       }
       if (n > 0) this.lastActivity = Date.now();
       tailPoll = this.inTail();
+      this.idle = n < this.batchSize && !tailPoll;
       woken = n >= this.batchSize || (await this.waitForWake(tailPoll ? TAIL_POLL_MS : this.pollMs));
+      this.idle = false;
     }
   }
 
