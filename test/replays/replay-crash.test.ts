@@ -2,7 +2,7 @@
  * A replay survives worker kills without starting any retry twice. Worker processes are
  * killed twice: once by a failpoint right after a retry started and before its outcome was
  * recorded (the worst moment), once by an outside SIGKILL inside a later batch activity (held
- * there by a table lock the test takes). The replay is created
+ * there by a row lock the test takes). The replay is created
  * with REPLAY_BATCHES_PER_RUN=2, so it also continues as new several times on the way.
  * After a last worker finishes it, every matched execution has exactly one retry.
  */
@@ -55,27 +55,27 @@ describe('crash safety of replays', () => {
     expect((await t.request.get(`/v1/replays/${id}`).set(bearer(key))).body.data.started).toBe(0);
 
     // 2. Killed from outside once the replay is well under way, inside a batch activity: the
-    // test holds writes to replay_items, so the next item's record (its retry started) waits
-    // in the activity until the kill. Without that gate the kill would most likely land
-    // between batches, where the workflow waits for its rate.
-    const second = spawnWorker();
-    await waitForReplay(t, key, id, (r) => r.started >= 5, 'to have started five retries', 120_000);
+    // test holds the sixth original's row, so that retry's insert (its foreign key to the
+    // original) waits inside the batch until the kill. Without that gate the kill would most
+    // likely land between batches, where the workflow waits for its rate.
+    const [sixth] = await t.query<{ id: string }>('select id from executions where id = any(?::text[]) order by started_at, id offset 5 limit 1', [
+      `{${originals.join(',')}}`,
+    ]);
     const gate = new Client({ connectionString: t.databaseUrl });
     await gate.connect();
     try {
       await gate.query('begin');
-      await gate.query('lock table replay_items in exclusive mode');
+      await gate.query('select 1 from executions where id = $1 for update', [sixth!.id]);
+      const second = spawnWorker();
       await waitFor(
-        async () =>
-          (
-            await gate.query(
-              `select 1 from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()
-                and wait_event_type = 'Lock' and query ilike '%insert into replay_items%'`,
-            )
-          ).rows.length > 0,
-        'a batch activity waiting to record an item',
+        async () => (await gate.query('select 1 from pg_stat_activity where pg_backend_pid() = any(pg_blocking_pids(pid))')).rows.length > 0,
+        'a batch activity waiting for the held original',
         120_000,
-      );
+      ).catch(async (err: Error) => {
+        const state = (await t.request.get(`/v1/replays/${id}`).set(bearer(key))).body.data;
+        throw new Error(`${err.message}; replay=${JSON.stringify(state)}\n${second.lines.slice(-20).join('\n')}`);
+      });
+      expect((await t.request.get(`/v1/replays/${id}`).set(bearer(key))).body.data.started).toBe(5);
       await second.kill('SIGKILL');
     } finally {
       await gate.query('rollback').catch(() => undefined);
