@@ -73,7 +73,13 @@ describe('crash safety of replays', () => {
         120_000,
       ).catch(async (err: Error) => {
         const state = (await t.request.get(`/v1/replays/${id}`).set(bearer(key))).body.data;
-        throw new Error(`${err.message}; replay=${JSON.stringify(state)}\n${second.lines.slice(-20).join('\n')}`);
+        const activity = (
+          await gate.query(
+            `select pid, state, wait_event_type, wait_event, pg_blocking_pids(pid) as blockers, left(query, 160) as query
+               from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`,
+          )
+        ).rows;
+        throw new Error(`${err.message}; replay=${JSON.stringify(state)} activity=${JSON.stringify(activity)}\n${second.lines.slice(-20).join('\n')}`);
       });
       expect((await t.request.get(`/v1/replays/${id}`).set(bearer(key))).body.data.started).toBe(5);
       await second.kill('SIGKILL');
