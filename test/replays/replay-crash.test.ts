@@ -66,19 +66,19 @@ describe('crash safety of replays', () => {
     try {
       await gate.query('begin');
       await gate.query('select 1 from executions where id = $1 for update', [sixth!.id]);
+      const gatePid = (await gate.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
       const second = spawnWorker();
+      // Asked on another connection: within the gate's transaction pg_stat_activity would
+      // stay the snapshot of its first read.
       await waitFor(
-        async () => (await gate.query('select 1 from pg_stat_activity where pg_backend_pid() = any(pg_blocking_pids(pid))')).rows.length > 0,
+        async () => (await t.query('select 1 from pg_stat_activity where ?::int = any(pg_blocking_pids(pid))', [gatePid])).length > 0,
         'a batch activity waiting for the held original',
         120_000,
       ).catch(async (err: Error) => {
         const state = (await t.request.get(`/v1/replays/${id}`).set(bearer(key))).body.data;
-        const activity = (
-          await gate.query(
-            `select pid, state, wait_event_type, wait_event, pg_blocking_pids(pid) as blockers, left(query, 160) as query
-               from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`,
-          )
-        ).rows;
+        const activity = await t.query(
+          `select pid, state, wait_event_type, pg_blocking_pids(pid) as blockers, left(query, 160) as query from pg_stat_activity where datname = current_database()`,
+        );
         throw new Error(`${err.message}; replay=${JSON.stringify(state)} activity=${JSON.stringify(activity)}\n${second.lines.slice(-20).join('\n')}`);
       });
       expect((await t.request.get(`/v1/replays/${id}`).set(bearer(key))).body.data.started).toBe(5);
