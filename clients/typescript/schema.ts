@@ -302,7 +302,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Pause an active trigger */
+        /** Pause a trigger (from any state) */
         post: operations["pauseTrigger"];
         delete?: never;
         options?: never;
@@ -319,7 +319,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Resume a paused trigger */
+        /** Resume a paused trigger (a no-op on an active one) */
         post: operations["resumeTrigger"];
         delete?: never;
         options?: never;
@@ -1748,8 +1748,11 @@ export interface components {
         WorkflowEventData: {
             workflow_id: string;
             execution_id: string;
-            /** @enum {string} */
-            status: "running" | "success" | "failed";
+            /**
+             * @description workflow.started: running; workflow.completed: success, failed or cancelled (a cancelled execution); workflow.failed: failed
+             * @enum {string}
+             */
+            status: "running" | "success" | "failed" | "cancelled";
             /** @description 0 for workflow.started */
             duration_ms: number;
             customer_id: string | null;
@@ -2007,7 +2010,7 @@ export interface components {
                  */
                 type: "text" | "email" | "number" | "phone" | "rating" | "nps";
                 /** @default false */
-                required?: boolean;
+                required: boolean;
                 label: string;
             }[];
             timeout_seconds?: number;
@@ -2016,12 +2019,12 @@ export interface components {
             name: string;
             description?: string;
             channel: components["schemas"]["Channel"];
-            configuration?: components["schemas"]["WorkflowConfiguration"];
+            configuration?: components["schemas"]["WorkflowConfigurationInput"];
         };
         WorkflowUpdate: {
             name?: string;
             description?: string;
-            configuration?: components["schemas"]["WorkflowConfiguration"];
+            configuration?: components["schemas"]["WorkflowConfigurationInput"];
         };
         WorkflowActivation: {
             id: string;
@@ -2227,9 +2230,9 @@ export interface components {
         MessageTriggerConfig: {
             keywords: string[];
             /** @default false */
-            case_sensitive?: boolean;
+            case_sensitive: boolean;
             /** @default false */
-            exact_match?: boolean;
+            exact_match: boolean;
             language?: string;
             channel?: components["schemas"]["Channel"];
         };
@@ -2267,7 +2270,7 @@ export interface components {
         ScheduleTriggerConfig: {
             cron_expression: string;
             /** @default UTC */
-            timezone?: string;
+            timezone: string;
             start_date?: string;
             end_date?: string;
         };
@@ -2309,9 +2312,9 @@ export interface components {
              * @default POST
              * @enum {string}
              */
-            method?: "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
+            method: "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
             /** @default {} */
-            headers?: {
+            headers: {
                 [key: string]: string;
             };
         };
@@ -2352,9 +2355,9 @@ export interface components {
              * @default api_key
              * @enum {string}
              */
-            authentication?: "api_key";
+            authentication: "api_key";
             /** @default 1000 */
-            rate_limit?: number;
+            rate_limit: number;
         };
         /** @description `channel` defaults to the workflow's channel. */
         TriggerCreate: {
@@ -2363,28 +2366,28 @@ export interface components {
             channel?: components["schemas"]["Channel"];
             /** @enum {string} */
             type: "message";
-            configuration: components["schemas"]["MessageTriggerConfig"];
+            configuration: components["schemas"]["MessageTriggerConfigInput"];
         } | {
             name: string;
             workflow_id: string;
             channel?: components["schemas"]["Channel"];
             /** @enum {string} */
             type: "schedule";
-            configuration: components["schemas"]["ScheduleTriggerConfig"];
+            configuration: components["schemas"]["ScheduleTriggerConfigInput"];
         } | {
             name: string;
             workflow_id: string;
             channel?: components["schemas"]["Channel"];
             /** @enum {string} */
             type: "webhook";
-            configuration: components["schemas"]["WebhookTriggerConfig"];
+            configuration: components["schemas"]["WebhookTriggerConfigInput"];
         } | {
             name: string;
             workflow_id: string;
             channel?: components["schemas"]["Channel"];
             /** @enum {string} */
             type: "api";
-            configuration: components["schemas"]["ApiTriggerConfig"];
+            configuration: components["schemas"]["ApiTriggerConfigInput"];
         };
         TriggerUpdate: {
             name?: string;
@@ -3253,7 +3256,7 @@ export interface components {
              * @default draft
              */
             revision?: "draft" | number;
-            configuration?: components["schemas"]["WorkflowConfiguration"] & unknown;
+            configuration?: components["schemas"]["WorkflowConfigurationInput"] & unknown;
         };
         /** @description The workflow's executions that match, newest first, at most 100 */
         DryRunFilter: {
@@ -3314,6 +3317,71 @@ export interface components {
                 temporal: "ok" | "unavailable";
             };
         };
+        FormNodeInput: {
+            id: string;
+            next?: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "form";
+            fields: {
+                name: string;
+                /**
+                 * @description `rating`: an integer 1–5 (customer satisfaction); `nps`: an integer 0–10 (net promoter score)
+                 * @enum {string}
+                 */
+                type: "text" | "email" | "number" | "phone" | "rating" | "nps";
+                /** @default false */
+                required?: boolean;
+                label: string;
+            }[];
+            timeout_seconds?: number;
+        };
+        MessageTriggerConfigInput: {
+            keywords: string[];
+            /** @default false */
+            case_sensitive?: boolean;
+            /** @default false */
+            exact_match?: boolean;
+            language?: string;
+            channel?: components["schemas"]["Channel"];
+        };
+        ScheduleTriggerConfigInput: {
+            cron_expression: string;
+            /** @default UTC */
+            timezone?: string;
+            start_date?: string;
+            end_date?: string;
+        };
+        WebhookTriggerConfigInput: {
+            url?: string;
+            secret?: string;
+            /**
+             * @default POST
+             * @enum {string}
+             */
+            method?: "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
+            /** @default {} */
+            headers?: {
+                [key: string]: string;
+            };
+        };
+        ApiTriggerConfigInput: {
+            endpoint?: string;
+            /**
+             * @default api_key
+             * @enum {string}
+             */
+            authentication?: "api_key";
+            /** @default 1000 */
+            rate_limit?: number;
+        };
+        WorkflowConfigurationInput: {
+            trigger?: components["schemas"]["WorkflowTrigger"];
+            nodes: components["schemas"]["WorkflowNodeInput"][];
+        } | null;
+        WorkflowNodeInput: components["schemas"]["MessageNode"] | components["schemas"]["AiResponseNode"] | components["schemas"]["FormNodeInput"];
     };
     responses: never;
     parameters: never;

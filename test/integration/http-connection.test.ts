@@ -1,7 +1,8 @@
 /**
- * Connection-level answers, through real sockets: an oversized chunked body is a 413 that
- * does not break the keep-alive client's next request, and oversized headers get the JSON
- * error envelope with a request id instead of Node's bare 431.
+ * Connection-level answers, through real sockets: an oversized body is a 413 that reaches
+ * clients which send the whole body before reading the answer (undici's fetch, node:http),
+ * does not break a keep-alive client's next request, and is drained only up to a bound;
+ * oversized headers get the JSON error envelope with a request id instead of Node's bare 431.
  */
 import http from 'node:http';
 import net from 'node:net';
@@ -80,6 +81,79 @@ describe('HTTP connections', () => {
     } finally {
       agent.destroy();
     }
+  });
+
+  const tooLarge = { error: { code: 'PAYLOAD_TOO_LARGE', message: 'Request body exceeds 1 MiB' } };
+  /** A 2 MiB JSON document (valid JSON, so only its size is wrong). */
+  const twoMiBJson = () => Buffer.from(JSON.stringify({ name: 'Big', description: 'x'.repeat(2 * 1024 * 1024) }));
+
+  it('answers a 2 MiB body sent with fetch (undici) with the 413 envelope and Connection: close', async () => {
+    for (const body of [twoMiBJson(), new Blob([twoMiBJson()]).stream()]) {
+      const res = await fetch(new URL('/v1/workflows', t.baseUrl), {
+        method: 'POST',
+        headers: { ...bearer(key), 'Content-Type': 'application/json' },
+        body,
+        // A stream body goes out chunked (no Content-Length): the parser, not the header, refuses it.
+        ...(body instanceof Buffer ? {} : { duplex: 'half' }),
+      } as RequestInit);
+      expect(res.status).toBe(413);
+      expect(res.headers.get('connection')).toBe('close');
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(res.headers.get('x-request-id')).toBeTruthy();
+      expect(await res.json()).toEqual(tooLarge);
+    }
+  });
+
+  it('answers node:http, which writes the whole 2 MiB body before reading, with the 413 envelope and Connection: close', async () => {
+    const body = twoMiBJson();
+    const req = http.request(new URL('/v1/workflows', t.baseUrl), {
+      agent: false,
+      method: 'POST',
+      headers: { ...bearer(key), 'Content-Type': 'application/json', 'Content-Length': String(body.length) },
+    });
+    const response = new Promise<http.IncomingMessage>((resolve) => req.once('response', resolve));
+    const failed = new Promise<Error>((resolve) => req.once('error', resolve));
+    // The whole body is flushed to the socket without a reset; only then is the answer read.
+    const written = await Promise.race([new Promise<'written'>((resolve) => req.end(body, () => resolve('written'))), failed]);
+    expect(written).toBe('written');
+    const res = await response;
+    let text = '';
+    res.setEncoding('utf8');
+    for await (const chunk of res) text += chunk;
+    expect(res.statusCode).toBe(413);
+    expect(res.headers.connection).toBe('close');
+    expect(JSON.parse(text)).toEqual(tooLarge);
+  });
+
+  it('stops draining a refused body past its bound and closes the connection', async () => {
+    const { port } = new URL(t.baseUrl);
+    const declared = 64 * 1024 * 1024;
+    const outcome = await new Promise<{ answer: string; written: number }>((resolve) => {
+      let answer = '';
+      let written = 0;
+      const socket = net.connect(Number(port), '127.0.0.1', () => {
+        socket.write(
+          `POST /v1/workflows HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n` +
+            `Content-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`,
+        );
+        const chunk = Buffer.alloc(256 * 1024, 0x20);
+        const pump = () => {
+          while (written < declared && !socket.destroyed) {
+            written += chunk.length;
+            if (!socket.write(chunk)) return void socket.once('drain', pump);
+          }
+        };
+        pump();
+      });
+      socket.setEncoding('utf8');
+      socket.on('data', (c: string) => (answer += c));
+      socket.on('error', () => socket.destroy());
+      socket.on('close', () => resolve({ answer, written }));
+    });
+    expect(outcome.answer).toMatch(/^HTTP\/1\.1 413 /);
+    expect(outcome.answer).toMatch(/\r\nconnection: close\r\n/i);
+    // The server closed the connection long before the declared 64 MiB were sent.
+    expect(outcome.written).toBeLessThan(declared);
   });
 
   it('answers oversized headers with a JSON 431 envelope carrying a request id', async () => {
