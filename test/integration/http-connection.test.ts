@@ -7,6 +7,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
+import { waitFor } from '../helpers/wait';
 
 interface Answer {
   status: number;
@@ -84,37 +85,81 @@ describe('HTTP connections', () => {
   });
 
   const tooLarge = { error: { code: 'PAYLOAD_TOO_LARGE', message: 'Request body exceeds 1 MiB' } };
-  /** A 2 MiB JSON document (valid JSON, so only its size is wrong). */
-  const twoMiBJson = () => Buffer.from(JSON.stringify({ name: 'Big', description: 'x'.repeat(2 * 1024 * 1024) }));
+  /** A 2 MiB JSON document (valid JSON, so only its size is wrong), in two parts: more than 1 MiB, then the rest. */
+  const twoMiBJson = () => {
+    const whole = Buffer.from(JSON.stringify({ name: 'Big', description: 'x'.repeat(2 * 1024 * 1024) }));
+    const cut = 1024 * 1024 + 256 * 1024;
+    return { whole, first: whole.subarray(0, cut), rest: whole.subarray(cut) };
+  };
+  /** 413 answers the service has given so far, from its Prometheus counter. */
+  const answered413 = async () => {
+    const text = await (await fetch(new URL('/metrics', t.baseUrl))).text();
+    return text
+      .split('\n')
+      .filter((line) => line.startsWith('http_requests_total{') && line.includes('status="413"'))
+      .reduce((sum, line) => sum + Number(line.split(' ').pop()), 0);
+  };
+  /**
+   * The rest of the body is sent only once the service has answered 413: the client is still
+   * writing when the answer comes, whatever the socket buffers' sizes.
+   */
+  const after413 = async (before: number) => waitFor(async () => (await answered413()) > before, 'the 413 answer');
 
   it('answers a 2 MiB body sent with fetch (undici) with the 413 envelope and Connection: close', async () => {
-    for (const body of [twoMiBJson(), new Blob([twoMiBJson()]).stream()]) {
+    for (const chunked of [false, true]) {
+      const { whole, first, rest } = twoMiBJson();
+      const before = await answered413();
+      // Pulled part by part; a client that hit a reset cancels the rest of its body.
+      const parts = [first, rest];
+      let cancelled: unknown;
+      const body = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          const part = parts.shift();
+          if (!part) return controller.close();
+          if (part === rest) await after413(before);
+          controller.enqueue(new Uint8Array(part));
+        },
+        cancel(reason) {
+          cancelled = reason ?? 'cancelled';
+        },
+      });
       const res = await fetch(new URL('/v1/workflows', t.baseUrl), {
         method: 'POST',
-        headers: { ...bearer(key), 'Content-Type': 'application/json' },
+        // Without Content-Length the body goes out chunked: the parser, not the header, refuses it.
+        headers: { ...bearer(key), 'Content-Type': 'application/json', ...(chunked ? {} : { 'Content-Length': String(whole.length) }) },
         body,
-        // A stream body goes out chunked (no Content-Length): the parser, not the header, refuses it.
-        ...(body instanceof Buffer ? {} : { duplex: 'half' }),
+        duplex: 'half',
       } as RequestInit);
       expect(res.status).toBe(413);
       expect(res.headers.get('connection')).toBe('close');
       expect(res.headers.get('content-type')).toMatch(/^application\/json/);
       expect(res.headers.get('x-request-id')).toBeTruthy();
       expect(await res.json()).toEqual(tooLarge);
+      // The whole body was taken: nothing left unsent, no reset.
+      expect(cancelled).toBeUndefined();
+      expect(parts).toEqual([]);
     }
   });
 
   it('answers node:http, which writes the whole 2 MiB body before reading, with the 413 envelope and Connection: close', async () => {
-    const body = twoMiBJson();
+    const { whole, first, rest } = twoMiBJson();
+    const before = await answered413();
     const req = http.request(new URL('/v1/workflows', t.baseUrl), {
       agent: false,
       method: 'POST',
-      headers: { ...bearer(key), 'Content-Type': 'application/json', 'Content-Length': String(body.length) },
+      headers: { ...bearer(key), 'Content-Type': 'application/json', 'Content-Length': String(whole.length) },
     });
     const response = new Promise<http.IncomingMessage>((resolve) => req.once('response', resolve));
     const failed = new Promise<Error>((resolve) => req.once('error', resolve));
-    // The whole body is flushed to the socket without a reset; only then is the answer read.
-    const written = await Promise.race([new Promise<'written'>((resolve) => req.end(body, () => resolve('written'))), failed]);
+    const closedEarly = new Promise<string>((resolve) => {
+      const early = () => resolve('closed before the body was written');
+      req.once('close', early);
+      req.once('socket', (socket) => socket.once('close', early));
+    });
+    req.write(first);
+    await after413(before);
+    // The whole body reaches the socket without a reset; only then is the answer read.
+    const written = await Promise.race([new Promise<unknown>((resolve) => req.end(rest, (err?: Error | null) => resolve(err ?? 'written'))), failed, closedEarly]);
     expect(written).toBe('written');
     const res = await response;
     let text = '';
