@@ -3458,12 +3458,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3548,12 +3545,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3653,12 +3647,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -3789,12 +3780,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3899,12 +3887,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4019,12 +4004,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4124,12 +4106,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -4274,12 +4253,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4390,12 +4366,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4546,12 +4519,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4662,12 +4632,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -4810,12 +4777,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -4946,12 +4910,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5051,12 +5012,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -5187,12 +5145,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5303,12 +5258,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5433,12 +5385,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5553,12 +5502,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -5716,12 +5662,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5833,12 +5776,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -5984,12 +5924,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6089,12 +6026,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -6253,12 +6187,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6369,12 +6300,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6525,12 +6453,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6641,12 +6566,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -6775,12 +6697,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -6909,12 +6828,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -7043,12 +6959,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -7182,12 +7095,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7295,12 +7205,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7413,12 +7320,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7546,12 +7450,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -7731,12 +7632,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -7878,12 +7776,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7991,12 +7886,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8108,12 +8000,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -8243,12 +8132,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -8379,12 +8265,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8510,12 +8393,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8609,12 +8489,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8725,12 +8602,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8863,12 +8737,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8979,12 +8850,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9084,12 +8952,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -9220,12 +9085,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9336,12 +9198,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9479,12 +9338,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9597,12 +9453,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9717,12 +9570,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -9868,12 +9718,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9985,12 +9832,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10116,12 +9960,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10292,12 +10133,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10483,12 +10321,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10654,12 +10489,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10800,12 +10632,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10951,12 +10780,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11066,12 +10892,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11182,12 +11005,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11287,12 +11107,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -11423,12 +11240,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11539,12 +11353,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11682,12 +11493,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11798,12 +11606,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11903,12 +11708,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -12039,12 +11841,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12155,12 +11954,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12285,12 +12081,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12734,12 +12527,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12839,12 +12629,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -12975,12 +12762,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13085,12 +12869,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13201,12 +12982,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -13337,12 +13115,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -13491,12 +13266,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13590,12 +13362,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13711,12 +13480,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13855,12 +13621,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13960,12 +13723,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -14124,12 +13884,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14237,12 +13994,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14382,12 +14136,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14487,12 +14238,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -14637,12 +14385,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14753,12 +14498,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -14890,12 +14632,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15010,12 +14749,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -15175,12 +14911,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15533,6 +15266,18 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description invalid_request: no body or no client credentials, no `token`, a parameter given twice, or a body that is not application/x-www-form-urlencoded */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
             /** @description invalid_client */
             401: {
                 headers: {
@@ -15582,6 +15327,19 @@ export interface operations {
                         exp?: number;
                         token_type?: string;
                     };
+                };
+            };
+            /** @description invalid_request: no body or no client credentials, no `token`, a parameter given twice, or a body that is not application/x-www-form-urlencoded */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
                 };
             };
             /** @description invalid_client */

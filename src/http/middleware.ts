@@ -12,6 +12,7 @@ import type { Counter, Histogram } from 'prom-client';
 import type { DependencyMonitor } from '../dependency-monitor';
 import { classifyError, type Endpoints } from '../failures';
 import { AppError, busyWithConflict, toHttpError } from './errors';
+import { takeInputRefusal } from './input-guard';
 import { answerThenDiscardBody } from './lingering-close';
 
 /** Seconds a client is told to wait while a dependency is down: about how often we probe it, with margin. */
@@ -125,6 +126,13 @@ export function withNotFoundFallback(routes: Middleware): Middleware {
 }
 
 function answerUnrouted(ctx: Context) {
+  // Input refused before routing that no route took (src/http/input-guard.ts): answered as before routing.
+  const refusal = takeInputRefusal(ctx);
+  if (refusal !== undefined) throw refusal;
+  answerUnroutedPath(ctx);
+}
+
+function answerUnroutedPath(ctx: Context) {
   if (ctx.body !== undefined && ctx.body !== null) return;
   if (ctx.status === 405 || ctx.status === 501) {
     const allow = ctx.response.get('Allow');
