@@ -13,7 +13,7 @@ import Koa, { type Context, type Next } from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
 import { answerClientErrors } from './http/client-errors';
 import { AppError } from './http/errors';
-import { inputGuard } from './http/input-guard';
+import { deferInputRefusal, inputGuard, refusesAfterAuthentication } from './http/input-guard';
 import { requestContext, withNotFoundFallback } from './http/middleware';
 import { generateDocument, OpenAPIRegistry, registerOperationalDocs } from './http/openapi';
 import { routeByPrefix } from './http/prefix-router';
@@ -134,6 +134,12 @@ const parseJsonBody = koaBody({
   jsonLimit: MAX_BODY_BYTES,
   jsonStrict: true,
   includeUnparsed: true,
+  // Malformed JSON on /v1 is answered by the route, after authentication (src/http/input-guard.ts);
+  // anywhere else, and a body over the limit anywhere, at once.
+  onError: (err, ctx) => {
+    if (!refusesAfterAuthentication(ctx as Context) || (err as { status?: number }).status === 413) throw err;
+    deferInputRefusal(ctx as Context, err);
+  },
   parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
 });
 

@@ -302,7 +302,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Pause an active trigger */
+        /** Pause a trigger (from any state) */
         post: operations["pauseTrigger"];
         delete?: never;
         options?: never;
@@ -319,7 +319,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Resume a paused trigger */
+        /** Resume a paused trigger (a no-op on an active one) */
         post: operations["resumeTrigger"];
         delete?: never;
         options?: never;
@@ -1748,8 +1748,11 @@ export interface components {
         WorkflowEventData: {
             workflow_id: string;
             execution_id: string;
-            /** @enum {string} */
-            status: "running" | "success" | "failed";
+            /**
+             * @description workflow.started: running; workflow.completed: success, failed or cancelled (a cancelled execution); workflow.failed: failed
+             * @enum {string}
+             */
+            status: "running" | "success" | "failed" | "cancelled";
             /** @description 0 for workflow.started */
             duration_ms: number;
             customer_id: string | null;
@@ -2007,7 +2010,7 @@ export interface components {
                  */
                 type: "text" | "email" | "number" | "phone" | "rating" | "nps";
                 /** @default false */
-                required?: boolean;
+                required: boolean;
                 label: string;
             }[];
             timeout_seconds?: number;
@@ -2016,12 +2019,12 @@ export interface components {
             name: string;
             description?: string;
             channel: components["schemas"]["Channel"];
-            configuration?: components["schemas"]["WorkflowConfiguration"];
+            configuration?: components["schemas"]["WorkflowConfigurationInput"];
         };
         WorkflowUpdate: {
             name?: string;
             description?: string;
-            configuration?: components["schemas"]["WorkflowConfiguration"];
+            configuration?: components["schemas"]["WorkflowConfigurationInput"];
         };
         WorkflowActivation: {
             id: string;
@@ -2227,9 +2230,9 @@ export interface components {
         MessageTriggerConfig: {
             keywords: string[];
             /** @default false */
-            case_sensitive?: boolean;
+            case_sensitive: boolean;
             /** @default false */
-            exact_match?: boolean;
+            exact_match: boolean;
             language?: string;
             channel?: components["schemas"]["Channel"];
         };
@@ -2267,7 +2270,7 @@ export interface components {
         ScheduleTriggerConfig: {
             cron_expression: string;
             /** @default UTC */
-            timezone?: string;
+            timezone: string;
             start_date?: string;
             end_date?: string;
         };
@@ -2309,9 +2312,9 @@ export interface components {
              * @default POST
              * @enum {string}
              */
-            method?: "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
+            method: "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
             /** @default {} */
-            headers?: {
+            headers: {
                 [key: string]: string;
             };
         };
@@ -2352,9 +2355,9 @@ export interface components {
              * @default api_key
              * @enum {string}
              */
-            authentication?: "api_key";
+            authentication: "api_key";
             /** @default 1000 */
-            rate_limit?: number;
+            rate_limit: number;
         };
         /** @description `channel` defaults to the workflow's channel. */
         TriggerCreate: {
@@ -2363,28 +2366,28 @@ export interface components {
             channel?: components["schemas"]["Channel"];
             /** @enum {string} */
             type: "message";
-            configuration: components["schemas"]["MessageTriggerConfig"];
+            configuration: components["schemas"]["MessageTriggerConfigInput"];
         } | {
             name: string;
             workflow_id: string;
             channel?: components["schemas"]["Channel"];
             /** @enum {string} */
             type: "schedule";
-            configuration: components["schemas"]["ScheduleTriggerConfig"];
+            configuration: components["schemas"]["ScheduleTriggerConfigInput"];
         } | {
             name: string;
             workflow_id: string;
             channel?: components["schemas"]["Channel"];
             /** @enum {string} */
             type: "webhook";
-            configuration: components["schemas"]["WebhookTriggerConfig"];
+            configuration: components["schemas"]["WebhookTriggerConfigInput"];
         } | {
             name: string;
             workflow_id: string;
             channel?: components["schemas"]["Channel"];
             /** @enum {string} */
             type: "api";
-            configuration: components["schemas"]["ApiTriggerConfig"];
+            configuration: components["schemas"]["ApiTriggerConfigInput"];
         };
         TriggerUpdate: {
             name?: string;
@@ -3253,7 +3256,7 @@ export interface components {
              * @default draft
              */
             revision?: "draft" | number;
-            configuration?: components["schemas"]["WorkflowConfiguration"] & unknown;
+            configuration?: components["schemas"]["WorkflowConfigurationInput"] & unknown;
         };
         /** @description The workflow's executions that match, newest first, at most 100 */
         DryRunFilter: {
@@ -3314,6 +3317,71 @@ export interface components {
                 temporal: "ok" | "unavailable";
             };
         };
+        FormNodeInput: {
+            id: string;
+            next?: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "form";
+            fields: {
+                name: string;
+                /**
+                 * @description `rating`: an integer 1–5 (customer satisfaction); `nps`: an integer 0–10 (net promoter score)
+                 * @enum {string}
+                 */
+                type: "text" | "email" | "number" | "phone" | "rating" | "nps";
+                /** @default false */
+                required?: boolean;
+                label: string;
+            }[];
+            timeout_seconds?: number;
+        };
+        MessageTriggerConfigInput: {
+            keywords: string[];
+            /** @default false */
+            case_sensitive?: boolean;
+            /** @default false */
+            exact_match?: boolean;
+            language?: string;
+            channel?: components["schemas"]["Channel"];
+        };
+        ScheduleTriggerConfigInput: {
+            cron_expression: string;
+            /** @default UTC */
+            timezone?: string;
+            start_date?: string;
+            end_date?: string;
+        };
+        WebhookTriggerConfigInput: {
+            url?: string;
+            secret?: string;
+            /**
+             * @default POST
+             * @enum {string}
+             */
+            method?: "POST" | "PUT" | "PATCH" | "GET" | "DELETE";
+            /** @default {} */
+            headers?: {
+                [key: string]: string;
+            };
+        };
+        ApiTriggerConfigInput: {
+            endpoint?: string;
+            /**
+             * @default api_key
+             * @enum {string}
+             */
+            authentication?: "api_key";
+            /** @default 1000 */
+            rate_limit?: number;
+        };
+        WorkflowConfigurationInput: {
+            trigger?: components["schemas"]["WorkflowTrigger"];
+            nodes: components["schemas"]["WorkflowNodeInput"][];
+        } | null;
+        WorkflowNodeInput: components["schemas"]["MessageNode"] | components["schemas"]["AiResponseNode"] | components["schemas"]["FormNodeInput"];
     };
     responses: never;
     parameters: never;
@@ -3390,12 +3458,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3480,12 +3545,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3585,12 +3647,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -3721,12 +3780,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3831,12 +3887,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3951,12 +4004,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4056,12 +4106,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -4206,12 +4253,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4322,12 +4366,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4478,12 +4519,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4594,12 +4632,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -4742,12 +4777,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -4878,12 +4910,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4983,12 +5012,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -5119,12 +5145,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5235,12 +5258,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5365,12 +5385,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5485,12 +5502,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -5648,12 +5662,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5765,12 +5776,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -5916,12 +5924,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6021,12 +6026,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -6185,12 +6187,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6301,12 +6300,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6457,12 +6453,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6573,12 +6566,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -6707,12 +6697,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -6841,12 +6828,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -6975,12 +6959,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -7114,12 +7095,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7227,12 +7205,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7345,12 +7320,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7478,12 +7450,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -7663,12 +7632,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -7810,12 +7776,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7923,12 +7886,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8040,12 +8000,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -8175,12 +8132,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -8311,12 +8265,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8442,12 +8393,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8541,12 +8489,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8657,12 +8602,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8795,12 +8737,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8911,12 +8850,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9016,12 +8952,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -9152,12 +9085,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9268,12 +9198,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9411,12 +9338,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9529,12 +9453,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9649,12 +9570,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -9800,12 +9718,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9917,12 +9832,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10048,12 +9960,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10224,12 +10133,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10415,12 +10321,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10586,12 +10489,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10732,12 +10632,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10883,12 +10780,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10998,12 +10892,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11114,12 +11005,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11219,12 +11107,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -11355,12 +11240,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11471,12 +11353,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11614,12 +11493,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11730,12 +11606,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11835,12 +11708,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -11971,12 +11841,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12087,12 +11954,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12217,12 +12081,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12329,12 +12190,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12439,12 +12297,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12550,12 +12405,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12666,12 +12518,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12771,12 +12620,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -12907,12 +12753,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13017,12 +12860,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13133,12 +12973,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -13269,12 +13106,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -13423,12 +13257,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13522,12 +13353,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13643,12 +13471,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13787,12 +13612,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13892,12 +13714,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -14056,12 +13875,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14169,12 +13985,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14314,12 +14127,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14419,12 +14229,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -14569,12 +14376,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14685,12 +14489,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -14822,12 +14623,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14942,12 +14740,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
@@ -15107,12 +14902,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15465,6 +15257,18 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description invalid_request: no body or no client credentials, no `token`, a parameter given twice, or a body that is not application/x-www-form-urlencoded */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
             /** @description invalid_client */
             401: {
                 headers: {
@@ -15514,6 +15318,19 @@ export interface operations {
                         exp?: number;
                         token_type?: string;
                     };
+                };
+            };
+            /** @description invalid_request: no body or no client credentials, no `token`, a parameter given twice, or a body that is not application/x-www-form-urlencoded */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["Access-Control-Expose-Headers"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
                 };
             };
             /** @description invalid_client */

@@ -73,12 +73,48 @@ function decodedPath(ctx: Context): string {
 }
 
 /**
+ * Answers given after authentication: on /v1 (routes of `defineRoute`), a body or input the
+ * service refuses before routing (malformed JSON, NUL characters, nesting) is answered by
+ * the route after the credential's rate limits were counted, so this 400 carries the
+ * `X-RateLimit-*` headers like every other answer to an authenticated request. The trigger
+ * receiver (its own authentication, by signature) and the paths outside /v1 refuse at once.
+ * 413 and 415 are decided before the body is read, and stay answered at once everywhere.
+ */
+export const refusesAfterAuthentication = (ctx: Context) => ctx.path.startsWith('/v1/');
+
+/** Keeps the first refusal of the request's input for its route to throw (`takeInputRefusal`). */
+export function deferInputRefusal(ctx: Context, err: unknown): void {
+  if (ctx.state.inputRefusal === undefined) ctx.state.inputRefusal = err;
+}
+
+/** The refusal kept for the route, if any; taken once (what is left is thrown after routing). */
+export function takeInputRefusal(ctx: Context): unknown {
+  const refusal: unknown = ctx.state.inputRefusal;
+  ctx.state.inputRefusal = undefined;
+  return refusal;
+}
+
+/**
  * Koa middleware, mounted right after the body parser: checks the parsed body, every
- * query parameter (field = its name) and the path (field `path`) before routing. Not an
+ * query parameter (field = its name) and the path (field `path`) before routing; a problem
+ * is thrown at once or, on /v1, kept for the route (`refusesAfterAuthentication`). Not an
  * async function (one promise less per request); it throws synchronously, which Koa's
  * dispatcher turns into a rejection like any other.
  */
 export function inputGuard(ctx: Context, next: Next): Promise<void> {
+  if (!refusesAfterAuthentication(ctx)) {
+    checkInput(ctx);
+    return next();
+  }
+  try {
+    checkInput(ctx);
+  } catch (err) {
+    deferInputRefusal(ctx, err);
+  }
+  return next();
+}
+
+function checkInput(ctx: Context): void {
   // Only a `%` can decode to NUL: most paths skip decoding.
   const path = ctx.path;
   if (path.includes('%') ? decodedPath(ctx).includes(NUL) : path.includes(NUL)) throw invalid('The request path must not contain NUL characters', 'path');
@@ -92,5 +128,4 @@ export function inputGuard(ctx: Context, next: Next): Promise<void> {
     }
   }
   if (ctx.request.body !== undefined) assertSafeJson(ctx.request.body);
-  return next();
 }

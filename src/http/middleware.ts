@@ -12,6 +12,8 @@ import type { Counter, Histogram } from 'prom-client';
 import type { DependencyMonitor } from '../dependency-monitor';
 import { classifyError, type Endpoints } from '../failures';
 import { AppError, busyWithConflict, toHttpError } from './errors';
+import { takeInputRefusal } from './input-guard';
+import { answerThenDiscardBody } from './lingering-close';
 
 /** Seconds a client is told to wait while a dependency is down: about how often we probe it, with margin. */
 export const SERVICE_UNAVAILABLE_RETRY_AFTER_S = 5;
@@ -82,16 +84,6 @@ function bodyParserError(err: { status?: number; type?: string; body?: unknown }
 }
 
 /**
- * A 413 leaves the rest of the body unread on the socket; a keep-alive client would send its
- * next request behind it and see it reset. So the answer says `Connection: close` (Node then
- * closes the socket after it) and what still arrives is read and discarded meanwhile.
- */
-function closeAfterUnreadBody(ctx: Context) {
-  ctx.set('Connection', 'close');
-  if (!ctx.req.complete) ctx.req.resume();
-}
-
-/**
  * Our own infrastructure being unavailable is a 503 SERVICE_UNAVAILABLE with Retry-After,
  * never a 500, and is logged once per outage by the monitor (not once per request).
  */
@@ -112,10 +104,11 @@ function errorAnswerer(logger: Logger, outages?: { dependencies: DependencyMonit
   return (ctx: Context, raw: unknown) => {
     const err = toHttpError(raw) ?? bodyParserError(raw as object) ?? unavailableError(raw, outages?.dependencies, outages?.endpoints ?? {});
     if (err) {
+      if (err.extra.headers) ctx.set(err.extra.headers);
+      // The body was refused unread: answer, then drain it before closing (src/http/lingering-close.ts).
+      if (err.status === 413) return answerThenDiscardBody(ctx, err.status, { error: err.toBody() });
       ctx.status = err.status;
       ctx.body = { error: err.toBody() };
-      if (err.extra.headers) ctx.set(err.extra.headers);
-      if (err.status === 413) closeAfterUnreadBody(ctx);
       return;
     }
     logger.error({ err: raw, request_id: ctx.state.requestId }, 'unhandled error');
@@ -133,6 +126,13 @@ export function withNotFoundFallback(routes: Middleware): Middleware {
 }
 
 function answerUnrouted(ctx: Context) {
+  // Input refused before routing that no route took (src/http/input-guard.ts): answered as before routing.
+  const refusal = takeInputRefusal(ctx);
+  if (refusal !== undefined) throw refusal;
+  answerUnroutedPath(ctx);
+}
+
+function answerUnroutedPath(ctx: Context) {
   if (ctx.body !== undefined && ctx.body !== null) return;
   if (ctx.status === 405 || ctx.status === 501) {
     const allow = ctx.response.get('Allow');

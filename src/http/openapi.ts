@@ -5,6 +5,7 @@
  */
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import { SCOPE_WORDS } from './auth';
+import { splitInputOutputSchemas } from './openapi-io';
 import { z } from './zod';
 
 export { OpenAPIRegistry };
@@ -140,7 +141,7 @@ export function generateDocument(registry: OpenAPIRegistry, baseUrl: string) {
     bearerFormat: 'JWT',
     description: 'A JWT signed by a registered application (RS256, PS256, ES256 or EdDSA): iss = application id, aud, sub, iat, exp ≤ iat + 1 h, scope; valid for every request until exp, or single-use with a jti when the application has require_jti.',
   });
-  return new OpenApiGeneratorV31(registry.definitions).generateDocument({
+  const document = new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
     info: {
       title: 'Workflow Automation Service API',
@@ -154,4 +155,6 @@ export function generateDocument(registry: OpenAPIRegistry, baseUrl: string) {
     servers: [{ url: baseUrl }],
     security: [{ apiKey: [] }, { oauth2: [] }, { jwt: [] }],
   });
+  // Requests in zod's input mode (defaulted fields optional), responses in output mode (present).
+  return splitInputOutputSchemas(document as unknown as Record<string, unknown>) as unknown as typeof document;
 }

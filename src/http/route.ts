@@ -12,6 +12,7 @@ import type { Services } from '../services';
 import { type Credential, requireScope, type Scope } from './auth';
 import { AppError, toHttpError } from './errors';
 import { requestHash, shouldStore } from './idempotency';
+import { takeInputRefusal } from './input-guard';
 import { JsonText } from './json-text';
 import type { ResponseConfig } from '@asteasolutions/zod-to-openapi';
 import { ErrorOut, type OpenAPIRegistry, RATE_LIMIT_HEADERS, type ResponseHeaderName, responseHeaders } from './openapi';
@@ -130,22 +131,27 @@ async function handle(ctx: Context, route: AnyRoute, services: Services): Promis
   const credential = await services.authenticator.authenticate(ctx.get('authorization') || undefined);
   ctx.state.credential = credential;
 
+  // Input refused before routing (malformed JSON, NUL characters, nesting) is answered here,
+  // after the limits were counted and the scope checked, like any validation error.
+  const refusal = takeInputRefusal(ctx);
   const checks: LimitCheck[] = [{ rule: services.limits.credential, subject: credential.limitSubject }];
   for (const name of route.limits ?? []) checks.push({ rule: services.limits[name], subject: credential.limitSubject });
-  // Only a credential allowed to use the resource spends its budget (a read key's 403 does not).
-  if (route.resourceLimits && allows(credential, route.scope)) {
+  // Only a credential allowed to use the resource spends its budget (a read key's 403 does
+  // not), and only with input that names it (refused input may not even be a valid id).
+  if (route.resourceLimits && allows(credential, route.scope) && refusal === undefined) {
     checks.push(...(await route.resourceLimits({ params: ctx.params as Record<string, string>, credential })));
   }
   // The body is parsed once, here: a prefetch needs it before the limits; its error (if
   // any) is still thrown after them and the scope, in the usual order.
   const received: unknown = ctx.request.body;
-  const parsedBody = route.body?.safeParse(received ?? {});
-  const prefetched = startPrefetch(route, credential, parsedBody, services);
+  const parsedBody = refusal === undefined ? route.body?.safeParse(received ?? {}) : undefined;
+  const prefetched = refusal === undefined ? startPrefetch(route, credential, parsedBody, services) : undefined;
   const limit = await services.rateLimiter.check(checks);
   ctx.set(rateLimitHeaders(limit));
   if (!limit.allowed) throw rateLimitExceeded(limit);
 
   if (route.scope) requireScope(credential, route.scope);
+  if (refusal !== undefined) throw refusal;
 
   const params = route.params ? parseInput(route.params, ctx.params, route.classify) : {};
   const query = route.query ? parseInput(route.query, { ...ctx.query }, route.classify) : {};
@@ -224,8 +230,8 @@ function headersFor(status: number, method: Method) {
   const replayable = method === 'post' && status < 500 && status !== 403 && status !== 429 ? (['Idempotent-Replayed'] as const) : [];
   if (status === 401) return responseHeaders(['WWW-Authenticate']);
   if (BEFORE_LIMITS.has(status)) return responseHeaders([]);
-  // A malformed JSON body is a 400 answered before authentication; every other 400 carries the limit headers.
-  if (status === 400) return responseHeaders([], [...RATE_LIMIT_HEADERS, ...replayable]);
+  // Every 400 is answered after the limits were counted, a malformed JSON body's included (src/http/input-guard.ts).
+  if (status === 400) return responseHeaders(RATE_LIMIT_HEADERS, replayable);
   if (status === 429) return responseHeaders([...RATE_LIMIT_HEADERS, 'Retry-After']);
   // A dependency outage can strike before the limits are counted (authentication on a cache miss).
   if (status === 503) return responseHeaders(['Retry-After'], RATE_LIMIT_HEADERS);

@@ -3,6 +3,8 @@
  * start executions whose steps are recorded, forms wait for replies, executions can be
  * listed, retried and cancelled, and the workflow's counters and events stay true.
  */
+import Ajv2020 from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { startTestWorker, type TestWorker } from '../helpers/temporal';
@@ -242,6 +244,17 @@ describe('executions', () => {
     const again = await t.request.post(`/v1/workflows/${workflowId}/executions/${retryId}/cancel`).set(bearer(key));
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('EXECUTION_NOT_RUNNING');
+    // Its workflow.completed says `cancelled`, a status the published WorkflowEventData lists.
+    const [event] = await t.query<{ data: Record<string, unknown> }>(
+      "select data from events where type = 'workflow.completed' and data->>'execution_id' = ?",
+      [retryId],
+    );
+    expect(event?.data).toMatchObject({ workflow_id: workflowId, execution_id: retryId, status: 'cancelled' });
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    addFormats(ajv);
+    ajv.addSchema((await t.request.get('/v1/openapi.json')).body, 'openapi.json');
+    const validateEvent = ajv.getSchema('openapi.json#/components/schemas/WorkflowEventData')!;
+    expect(validateEvent(event?.data) ? [] : validateEvent.errors).toEqual([]);
     const running = await t.request.post(`/v1/workflows/${workflowId}/executions/${(await send({ channel: 'voice', customer_id: 'caller-2', message: 'callback' })).body.data.executions[0].id}/retry`).set(bearer(key));
     expect(running.status).toBe(409);
     expect(running.body.error.code).toBe('EXECUTION_NOT_RETRYABLE');

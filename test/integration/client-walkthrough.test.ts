@@ -36,15 +36,29 @@ test('a workflow greets a customer, asks for an email, and reports what happened
           trigger: { type: 'keyword', keywords: ['hello'] },
           nodes: [
             { id: 'hi', type: 'message', content: 'Hi! How can we help?', next: 'ask' },
-            { id: 'ask', type: 'form', fields: [{ name: 'email', type: 'email', required: true, label: 'Your email?' }] },
+            { id: 'ask', type: 'form', fields: [{ name: 'email', type: 'email', label: 'Your email?' }] },
           ],
         },
       },
     }),
   ).data;
   expect(workflow.status).toBe('draft');
+  // What the API defaulted comes back, typed as present: a form field's `required`.
   const params = { path: { workflow_id: workflow.id } };
+  const stored = ok(await api.GET('/v1/workflows/{workflow_id}', { params })).data;
+  const askNode = stored.configuration?.nodes.find((node) => node.id === 'ask');
+  if (askNode?.type !== 'form') throw new Error('the form node is missing from the answer');
+  const askField: { name: string; required: boolean } = askNode.fields[0]!;
+  expect(askField).toMatchObject({ name: 'email', required: false });
   expect(ok(await api.POST('/v1/workflows/{workflow_id}/activate', { params })).data.status).toBe('active');
+
+  // A message trigger for another keyword, sent without the matching options the API defaults.
+  const trigger = ok(
+    await api.POST('/v1/triggers', { body: { name: 'Pricing', type: 'message', workflow_id: workflow.id, configuration: { keywords: ['pricing'] } } }),
+  ).data;
+  if (trigger.type !== 'message') throw new Error(`expected a message trigger, got ${trigger.type}`);
+  const matching: { case_sensitive: boolean; exact_match: boolean } = trigger.configuration;
+  expect(matching).toMatchObject({ case_sensitive: false, exact_match: false });
 
   // Be told what happens: signed POSTs to an HTTPS endpoint (here the test's receiver).
   const hook = ok(await api.POST('/v1/webhooks', { body: { url: kit.receiver.url('/hooks'), events: ['workflow.completed', 'message.sent'] } })).data;
@@ -53,7 +67,7 @@ test('a workflow greets a customer, asks for an email, and reports what happened
   // A customer writes in; the execution greets them and waits for the form reply.
   const first = ok(await api.POST('/v1/messages', { body: { channel: 'whatsapp', customer_id: '+15550001', message: 'hello' } })).data;
   expect(first.status).toBe('started');
-  const listExecutions = async () => ok(await api.GET('/v1/workflows/{workflow_id}/executions', { params: { ...params, query: { page: 1, limit: 20 } } })).data;
+  const listExecutions = async () => ok(await api.GET('/v1/workflows/{workflow_id}/executions', { params })).data;
   const waiting = await waitFor(async () => {
     const [execution] = await listExecutions();
     return execution?.status === 'running' && execution.output?.next_action === 'wait_for_input' ? execution : undefined;

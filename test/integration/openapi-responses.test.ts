@@ -233,10 +233,11 @@ const CALLS: Array<[string, () => Promise<unknown>]> = [
     expectStatus(await call('GET', '/v1/triggers?limit=100'), 200);
     for (const id of [s.messageTrigger, s.apiTrigger, s.webhookTrigger]) expectStatus(await call('GET', `/v1/triggers/${id}`), 200);
     expectStatus(await call('PUT', `/v1/triggers/${s.messageTrigger}`, { body: { configuration: { keywords: ['hi', 'hey'], exact_match: true } } }), 200);
-    expectStatus(await call('POST', `/v1/triggers/${s.messageTrigger}/resume`), 409);
+    expectStatus(await call('POST', `/v1/triggers/${s.messageTrigger}/resume`), 200);
     expectStatus(await call('POST', `/v1/triggers/${s.messageTrigger}/pause`), 200);
     expectStatus(await call('POST', `/v1/triggers/${s.messageTrigger}/resume`), 200);
     expectStatus(await call('POST', `/v1/triggers/${s.messageTrigger}/deactivate`), 200);
+    expectStatus(await call('POST', `/v1/triggers/${s.messageTrigger}/resume`), 409);
     expectStatus(await call('POST', `/v1/triggers/${s.messageTrigger}/activate`), 200);
   }],
   ['firing triggers', async () => {
@@ -379,6 +380,11 @@ const CALLS: Array<[string, () => Promise<unknown>]> = [
     expectStatus(await call('POST', '/oauth/introspect', { key: null, form: { token: refreshed.access_token, ...client, client_secret: 'wrong' } }), 401);
     expectStatus(await call('POST', '/oauth/revoke', { key: null, form: { token: refreshed.access_token, ...client } }), 200);
     expectStatus(await call('POST', '/oauth/revoke', { key: null, form: { token: refreshed.access_token, ...client, client_secret: 'wrong' } }), 401);
+    // A request without a body, or without the token, is 400 invalid_request with the OAuth error body.
+    for (const path of ['/oauth/revoke', '/oauth/introspect']) {
+      expect(expectStatus(await call('POST', path, { key: null }), 400)).toEqual({ error: 'invalid_request', error_description: expect.any(String) });
+      expect(expectStatus(await call('POST', path, { key: null, form: client }), 400)).toEqual({ error: 'invalid_request', error_description: "missing required parameter 'token'" });
+    }
     expect(expectStatus(await call('POST', '/oauth/introspect', { key: null, form: { token: refreshed.access_token, ...client } }), 200)).toEqual({ active: false });
     // Last: a reused code is refused and revokes what it gave.
     expectStatus(await call('POST', '/oauth/token', { key: null, form: exchange }), 400);

@@ -56,26 +56,45 @@ test('the committed TypeScript client is generated from the live document (run `
   }
 });
 
-describe('limit headers on answers given before authentication', () => {
+describe('limit headers: absent on answers given before authentication, present on every 400', () => {
   const limitHeaders = (headers: Record<string, string>) => Object.keys(headers).filter((h) => h.startsWith('x-ratelimit-'));
 
-  test('401, 413, 415 and malformed-JSON 400 carry X-Request-Id but no X-RateLimit-*, as documented', async () => {
+  test('401, 413 and 415 carry X-Request-Id but no X-RateLimit-*, as documented', async () => {
     const { key } = await t.createKey('admin');
     const answers = [
       await t.request.get('/v1/workflows'),
       await t.request.post('/v1/workflows').set(bearer(key)).set('Content-Type', 'application/json').send(`{"name":"${'x'.repeat(1024 * 1024)}"}`),
       await t.request.post('/v1/workflows').set(bearer(key)).set('Content-Type', 'text/plain').send('hello'),
-      await t.request.post('/v1/workflows').set(bearer(key)).set('Content-Type', 'application/json').send('{"name":'),
     ];
     expect(answers.map((r) => [r.status, r.body.error.code, limitHeaders(r.headers), typeof r.headers['x-request-id']])).toEqual([
       [401, 'MISSING_AUTHENTICATION', [], 'string'],
       [413, 'PAYLOAD_TOO_LARGE', [], 'string'],
       [415, 'UNSUPPORTED_MEDIA_TYPE', [], 'string'],
-      [400, 'INVALID_REQUEST', [], 'string'],
     ]);
     const create = (doc.paths as Record<string, Record<string, { responses: Record<string, { headers: Record<string, unknown> }> }>>)['/v1/workflows']!.post!;
     for (const status of ['401', '413', '415']) expect(Object.keys(create.responses[status]!.headers).filter((h) => h.startsWith('X-RateLimit-'))).toEqual([]);
-    expect(create.responses['400']!.headers['X-RateLimit-Limit']).toMatchObject({ required: false });
+  });
+
+  test('every 400 of POST /v1/workflows, malformed JSON and NUL characters included, carries the X-RateLimit-* headers it declares', async () => {
+    const { key } = await t.createKey('admin');
+    const post = (body: string) => t.request.post('/v1/workflows').set(bearer(key)).set('Content-Type', 'application/json').send(body);
+    const answers = [
+      await post('{"name":'),
+      await post('{"name":"A\\u0000"}'),
+      await post(`${'['.repeat(40)}${']'.repeat(40)}`),
+      await post('{}'),
+      await t.request.post('/v1/workflows?x=%00').set(bearer(key)).send({ name: 'A', channel: 'voice' }),
+    ];
+    expect(answers.map((r) => [r.status, r.body.error.code, limitHeaders(r.headers).sort()])).toEqual(
+      answers.map(() => [400, expect.stringMatching(/^(INVALID_REQUEST|MISSING_REQUIRED_FIELD)$/), ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']]),
+    );
+    // Each was counted: the remaining budget went down by one per answer.
+    const remaining = answers.map((r) => Number(r.headers['x-ratelimit-remaining']));
+    expect(remaining).toEqual(remaining.map((_, i) => remaining[0]! - i));
+    const create = (doc.paths as Record<string, Record<string, { responses: Record<string, { headers: Record<string, { $ref?: string; required?: boolean }> }> }>>)['/v1/workflows']!.post!;
+    for (const name of ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']) {
+      expect(create.responses['400']!.headers[name]).toEqual({ $ref: `#/components/headers/${name}` });
+    }
   });
 
   test('a validation 400 after authentication carries them', async () => {

@@ -112,6 +112,35 @@ describe('rate limits', () => {
     }
   });
 
+  it("counts every execution read, a workflow's or a trigger's, as a resource read (not an execution operation)", async () => {
+    const reads = await createTestApp({ DATABASE_URL: t.databaseUrl, RATE_LIMIT_RESOURCE_READ_PER_HOUR: '6', RATE_LIMIT_EXECUTION_OPS_PER_HOUR: '9' });
+    try {
+      const { key: writer } = await t.createKey('admin');
+      const wf = await t.request.post('/v1/workflows').set(bearer(writer)).send({ name: 'rl reads', channel: 'voice' });
+      const trigger = await t.request
+        .post('/v1/triggers')
+        .set(bearer(writer))
+        .send({ name: 'rl reads', type: 'message', workflow_id: wf.body.data.id, configuration: { keywords: ['hi'] } });
+      expect(trigger.status).toBe(201);
+      const { key } = await t.createKey('read');
+      const paths = [
+        `/v1/workflows/${wf.body.data.id}/executions`,
+        `/v1/triggers/${trigger.body.data.id}/executions`,
+        `/v1/workflows/${wf.body.data.id}/executions/exec_missing`,
+        `/v1/triggers/${trigger.body.data.id}/executions/tex_missing`,
+      ];
+      // One budget (resource_read, 6/h) for all four: each read reports it and spends from it.
+      for (const [i, path] of paths.entries()) {
+        const res = await reads.request.get(path).set(bearer(key));
+        expect([200, 404]).toContain(res.status);
+        expect(res.headers['x-ratelimit-limit']).toBe('6');
+        expect(res.headers['x-ratelimit-remaining']).toBe(String(5 - i));
+      }
+    } finally {
+      await reads.close();
+    }
+  });
+
   it('leaves no counter without an expiry in Redis', async () => {
     const keys = await t.services.redis.keys(`${t.config.REDIS_KEY_PREFIX}rl:*`);
     expect(keys.length).toBeGreaterThan(0);

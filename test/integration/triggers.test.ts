@@ -148,22 +148,29 @@ describe('triggers API', () => {
     expect(other.body.error).toMatchObject({ code: 'INVALID_TRIGGER_CONFIG', field: 'configuration.url' });
   });
 
-  it('follows the transition table of DESIGN.md', async () => {
+  it("follows the contract's state table: pause from any state, every operation idempotent", async () => {
     const { body } = await create(messageTrigger());
     const id = body.data.id;
     const post = (op: string) => t.request.post(`/v1/triggers/${id}/${op}`).set(bearer(writer));
+    const status = async () => (await t.request.get(`/v1/triggers/${id}`).set(bearer(reader))).body.data.status;
 
+    // Resuming an active trigger answers 200 with the same state.
     const resumeActive = await post('resume');
-    expect(resumeActive.status).toBe(409);
-    expect(resumeActive.body.error.code).toBe('INVALID_STATE_TRANSITION');
+    expect(resumeActive.status).toBe(200);
+    expect(resumeActive.body.data).toEqual({ id, status: 'active', resumed_at: expect.any(String) });
 
+    // active → paused; pausing again answers 200 with the same state and time.
     const paused = await post('pause');
     expect(paused.status).toBe(200);
     expect(paused.body.data).toEqual({ id, status: 'paused', paused_at: expect.any(String) });
-    expect((await post('pause')).status).toBe(409);
+    const pausedAgain = await post('pause');
+    expect(pausedAgain.status).toBe(200);
+    expect(pausedAgain.body.data).toEqual(paused.body.data);
 
     const resumed = await post('resume');
+    expect(resumed.status).toBe(200);
     expect(resumed.body.data).toEqual({ id, status: 'active', resumed_at: expect.any(String) });
+    expect(await status()).toBe('active');
 
     const activeAgain = await post('activate');
     expect(activeAgain.status).toBe(200);
@@ -172,16 +179,23 @@ describe('triggers API', () => {
     const off = await post('deactivate');
     expect(off.body.data).toEqual({ id, status: 'inactive', deactivated_at: expect.any(String) });
     expect((await post('deactivate')).status).toBe(200);
+    // Resume is only from paused (or a no-op on active): an inactive trigger is not resumed.
+    const resumeInactive = await post('resume');
+    expect(resumeInactive.status).toBe(409);
+    expect(resumeInactive.body.error.code).toBe('INVALID_STATE_TRANSITION');
+    expect(await status()).toBe('inactive');
+    // inactive → paused: "any → paused".
     const pauseInactive = await post('pause');
-    expect(pauseInactive.status).toBe(409);
-    expect((await post('resume')).status).toBe(409);
+    expect(pauseInactive.status).toBe(200);
+    expect(pauseInactive.body.data).toEqual({ id, status: 'paused', paused_at: expect.any(String) });
+    expect(await status()).toBe('paused');
+    expect(Date.parse(pauseInactive.body.data.paused_at)).toBeGreaterThan(Date.parse(paused.body.data.paused_at));
 
-    const on = await post('activate');
+    const on = await post('resume');
     expect(on.body.data.status).toBe('active');
     await post('pause');
     expect((await post('deactivate')).body.data.status).toBe('inactive');
-    const got = await t.request.get(`/v1/triggers/${id}`).set(bearer(reader));
-    expect(got.body.data.status).toBe('inactive');
+    expect(await status()).toBe('inactive');
   });
 
   it('rejects a duplicate name in the organization but allows it in another and after delete', async () => {

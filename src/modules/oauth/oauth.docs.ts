@@ -38,6 +38,9 @@ const form = (schema: z.ZodType) => ({ content: { 'application/x-www-form-urlenc
 /** What oidc-provider adds to its JSON answers: CORS for browser clients, and no-store where tokens may appear. */
 const CORS: ResponseHeaderName[] = ['Access-Control-Allow-Origin', 'Access-Control-Expose-Headers'];
 const NO_STORE: ResponseHeaderName[] = [...CORS, 'Cache-Control'];
+/** What /oauth/revoke and /oauth/introspect answer to a request that is not a well-formed form (a body is always required). */
+const BAD_FORM =
+  'invalid_request: no body or no client credentials, no `token`, a parameter given twice, or a body that is not application/x-www-form-urlencoded';
 const oauthError = (description: string, headers: ResponseHeaderName[]) => ({ description, headers: responseHeaders(headers), content: { 'application/json': { schema: OAuthError } } });
 
 export function registerOAuthDocs(registry: OpenAPIRegistry): void {
@@ -97,7 +100,11 @@ export function registerOAuthDocs(registry: OpenAPIRegistry): void {
     tags,
     security: [],
     request: { body: form(z.object({ token: z.string(), token_type_hint: z.enum(['access_token', 'refresh_token']).optional(), client_id: z.string(), client_secret: z.string().optional() })) },
-    responses: { 200: { description: 'Revoked (or unknown)', headers: responseHeaders(CORS) }, 401: oauthError('invalid_client', CORS) },
+    responses: {
+      200: { description: 'Revoked (or unknown)', headers: responseHeaders(CORS) },
+      400: oauthError(BAD_FORM, CORS),
+      401: oauthError('invalid_client', CORS),
+    },
   });
   registry.registerPath({
     method: 'post',
@@ -117,6 +124,7 @@ export function registerOAuthDocs(registry: OpenAPIRegistry): void {
           },
         },
       },
+      400: oauthError(BAD_FORM, NO_STORE),
       401: oauthError('invalid_client', NO_STORE),
     },
   });

@@ -153,8 +153,8 @@ export function triggerRoutes(services: Services): AnyRoute[] {
     }),
     transition('activate', 'activated_at', 'Activate a trigger (from inactive, paused or active)'),
     transition('deactivate', 'deactivated_at', 'Deactivate a trigger (from any state)'),
-    transition('pause', 'paused_at', 'Pause an active trigger'),
-    transition('resume', 'resumed_at', 'Resume a paused trigger'),
+    transition('pause', 'paused_at', 'Pause a trigger (from any state)'),
+    transition('resume', 'resumed_at', 'Resume a paused trigger (a no-op on an active one)'),
     defineRoute({
       method: 'get',
       path: '/v1/triggers/{trigger_id}/executions',
@@ -162,7 +162,8 @@ export function triggerRoutes(services: Services): AnyRoute[] {
       summary: 'List a trigger\'s firings',
       tag,
       scope: 'triggers:read',
-      limits: ['execution_ops'],
+      // Reading executions is a read (resource_read), for workflows and triggers alike; execution_ops counts what acts on them.
+      limits: ['resource_read'],
       params: TriggerIdParams,
       query: TriggerExecutionListQuery,
       response: z.object({ data: z.array(TriggerExecutionOut), pagination: PaginationOut }),
@@ -185,7 +186,8 @@ export function triggerRoutes(services: Services): AnyRoute[] {
       summary: 'Get one firing of a trigger',
       tag,
       scope: 'triggers:read',
-      limits: ['execution_ops'],
+      // Reading executions is a read (resource_read), for workflows and triggers alike; execution_ops counts what acts on them.
+      limits: ['resource_read'],
       params: TriggerExecutionParams,
       response: z.object({ data: TriggerExecutionDetailOut }),
       errors: [[404, 'TRIGGER_NOT_FOUND | TRIGGER_EXECUTION_NOT_FOUND']],

@@ -39,12 +39,16 @@ export const generateWebhookSecret = () => `whsec_${randomBytes(32).toString('ba
 
 export type Transition = 'activate' | 'deactivate' | 'pause' | 'resume';
 
-/** DESIGN.md: which source states each operation accepts. */
+/**
+ * Which source states each operation accepts: the contract's state table (activate,
+ * deactivate and pause from any state; resume from paused), and each is idempotent, so
+ * resuming an active trigger is accepted too and changes nothing.
+ */
 const ALLOWED_FROM: Record<Transition, readonly TriggerStatus[]> = {
   activate: ['inactive', 'paused', 'active'],
   deactivate: ['active', 'inactive', 'paused'],
-  pause: ['active'],
-  resume: ['paused'],
+  pause: ['active', 'inactive', 'paused'],
+  resume: ['paused', 'active'],
 };
 const TARGET: Record<Transition, TriggerStatus> = { activate: 'active', deactivate: 'inactive', pause: 'paused', resume: 'active' };
 
@@ -206,7 +210,7 @@ export class TriggerService {
         });
       }
       const target = TARGET[op];
-      // Idempotent activate/deactivate keep the time of the first one.
+      // A repeated operation changes nothing and keeps the time of the first one.
       if (trigger.status === target) return trigger;
       const now = new Date();
       trigger.status = target;

@@ -15,7 +15,9 @@ const WorkflowEventData = z
   .object({
     workflow_id: z.string(),
     execution_id: z.string(),
-    status: z.enum(['running', 'success', 'failed']),
+    status: z.enum(['running', 'success', 'failed', 'cancelled']).openapi({
+      description: 'workflow.started: running; workflow.completed: success, failed or cancelled (a cancelled execution); workflow.failed: failed',
+    }),
     duration_ms: z.number().int().openapi({ description: '0 for workflow.started' }),
     customer_id: z.string().nullable(),
     channel: Channel,
