@@ -3,6 +3,8 @@
  * start executions whose steps are recorded, forms wait for replies, executions can be
  * listed, retried and cancelled, and the workflow's counters and events stay true.
  */
+// First: lowers the form timeout minimum before the workflow schemas load.
+import '../helpers/short-form-timeouts';
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { startTestWorker, type TestWorker } from '../helpers/temporal';
@@ -204,7 +206,7 @@ describe('executions', () => {
       channel: 'voice',
       configuration: {
         trigger: { type: 'keyword', keywords: ['callback'] },
-        nodes: [{ id: 'ask', type: 'form', timeout_seconds: 10, fields: [{ name: 'phone', type: 'phone', required: true, label: 'Number?' }] }],
+        nodes: [{ id: 'ask', type: 'form', timeout_seconds: 4, fields: [{ name: 'phone', type: 'phone', required: true, label: 'Number?' }] }],
       },
     });
     const started = await send({ channel: 'voice', customer_id: 'caller-1', message: 'callback please' });

@@ -1,21 +1,29 @@
 /**
  * Owns what the whole jest run shares: checks that PostgreSQL and Redis are up, starts ONE
- * Temporal dev server for every test file, and hands its address and a per-run id to the
- * jest workers through process.env (workers inherit the env set here). Starting one
- * server per file would cost seconds each and multiply SQLite load.
+ * Temporal dev server for every test file, bundles the workflow code ONCE into a temporary
+ * file, and hands the server's address, the bundle's path and a per-run id to the jest
+ * workers through process.env (workers, and the processes they spawn, inherit the env set
+ * here). A server or a webpack run per file (or per spawned worker) would cost seconds each.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Client as PgClient } from 'pg';
 import Redis from 'ioredis';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
 import { findOrInstallTemporalCli } from '../../scripts/lib/temporal-cli';
 import { ONE_PARTITION_ARGS } from '../../scripts/lib/temporal-dev-server';
 import { ensureSearchAttributes } from '../../src/temporal-search-attributes';
 import { SEARCH_ATTRIBUTES } from '../../temporal/shared';
+import { bundleWorkflows } from '../../temporal/worker';
 
 declare global {
   // Read by global-teardown.ts: jest runs both in the same process.
   var __TEMPORAL_TEST_ENV__: TestWorkflowEnvironment | undefined;
+  // The directory holding the run's workflow bundle; removed by global-teardown.ts.
+  var __WORKFLOW_BUNDLE_DIR__: string | undefined;
 }
 
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
@@ -75,8 +83,25 @@ async function startTemporal(): Promise<string> {
   return env.address;
 }
 
+/**
+ * Bundles temporal/workflows with webpack and writes the bundle to a file: every test
+ * worker (test/helpers/temporal.ts) and every spawned `src/main.ts worker` loads it through
+ * TEMPORAL_WORKFLOW_BUNDLE_PATH instead of running webpack again. Always built fresh, from
+ * the code under test.
+ */
+async function bundleWorkflowsOnce(): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'wfa-workflow-bundle-'));
+  globalThis.__WORKFLOW_BUNDLE_DIR__ = dir;
+  const { code } = await bundleWorkflows({ logger: new DefaultLogger('WARN') });
+  const file = path.join(dir, 'workflows.js');
+  await writeFile(file, code);
+  return file;
+}
+
 export default async function globalSetup(): Promise<void> {
   await Promise.all([checkPostgres(), checkRedis()]);
   process.env.TEST_RUN_ID ??= randomBytes(3).toString('hex');
-  process.env.TEST_TEMPORAL_ADDRESS = await startTemporal();
+  const [address, bundlePath] = await Promise.all([startTemporal(), bundleWorkflowsOnce()]);
+  process.env.TEST_TEMPORAL_ADDRESS = address;
+  process.env.TEMPORAL_WORKFLOW_BUNDLE_PATH = bundlePath;
 }
