@@ -18,12 +18,15 @@ import { ONE_PARTITION_ARGS } from '../../scripts/lib/temporal-dev-server';
 import { ensureSearchAttributes } from '../../src/temporal-search-attributes';
 import { SEARCH_ATTRIBUTES } from '../../temporal/shared';
 import { bundleWorkflows } from '../../temporal/worker';
+import { createOrm, dropDatabase, ensureDatabase, migrate } from '../../src/db/orm';
 
 declare global {
   // Read by global-teardown.ts: jest runs both in the same process.
   var __TEMPORAL_TEST_ENV__: TestWorkflowEnvironment | undefined;
   // The directory holding the run's workflow bundle; removed by global-teardown.ts.
   var __WORKFLOW_BUNDLE_DIR__: string | undefined;
+  // The URL of the run's migrated template database; dropped by global-teardown.ts.
+  var __TEMPLATE_DATABASE_URL__: string | undefined;
 }
 
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
@@ -98,10 +101,33 @@ async function bundleWorkflowsOnce(): Promise<string> {
   return file;
 }
 
+/**
+ * Applies every migration once, to a template database: each test file's database is then
+ * a copy of it (test/helpers/app.ts), which takes a fraction of running the migrations per
+ * file. The copies still run `migrate` (a no-op check), as the service does at start.
+ */
+async function migrateTemplateDatabase(runId: string): Promise<string> {
+  const url = new URL(DATABASE_URL);
+  url.pathname = `/wfa_test_template_${runId}`;
+  const templateUrl = url.toString();
+  globalThis.__TEMPLATE_DATABASE_URL__ = templateUrl;
+  await dropDatabase(templateUrl);
+  await ensureDatabase(templateUrl);
+  const orm = await createOrm(templateUrl, 1);
+  try {
+    await migrate(orm);
+  } finally {
+    // A database with open connections cannot be copied.
+    await orm.close(true);
+  }
+  return templateUrl;
+}
+
 export default async function globalSetup(): Promise<void> {
   await Promise.all([checkPostgres(), checkRedis()]);
   process.env.TEST_RUN_ID ??= randomBytes(3).toString('hex');
-  const [address, bundlePath] = await Promise.all([startTemporal(), bundleWorkflowsOnce()]);
+  const [address, bundlePath, templateUrl] = await Promise.all([startTemporal(), bundleWorkflowsOnce(), migrateTemplateDatabase(process.env.TEST_RUN_ID)]);
   process.env.TEST_TEMPORAL_ADDRESS = address;
   process.env.TEMPORAL_WORKFLOW_BUNDLE_PATH = bundlePath;
+  process.env.TEST_TEMPLATE_DATABASE_URL = templateUrl;
 }
