@@ -12,6 +12,19 @@ const bool = z
 
 const positiveInt = z.coerce.number().int().positive();
 
+/** The shortest form `timeout_seconds` the API accepts (docs/decisions.md). */
+export const FORM_TIMEOUT_MIN_SECONDS = 10;
+
+/**
+ * The shortest form `timeout_seconds` accepted: 10, or a valid test-only
+ * FORM_TIMEOUT_MIN_SECONDS outside production (loadConfig refuses it in production).
+ */
+export function formTimeoutMinSeconds(env: NodeJS.ProcessEnv = process.env): number {
+  if (env.NODE_ENV === 'production' || env.FORM_TIMEOUT_MIN_SECONDS === undefined) return FORM_TIMEOUT_MIN_SECONDS;
+  const lowered = Number(env.FORM_TIMEOUT_MIN_SECONDS);
+  return Number.isInteger(lowered) && lowered >= 1 && lowered <= FORM_TIMEOUT_MIN_SECONDS ? lowered : FORM_TIMEOUT_MIN_SECONDS;
+}
+
 /** Requests per window; every limit of the spec's Limits table can be overridden. */
 const rateLimitDefaults = {
   RATE_LIMIT_CREDENTIAL_PER_HOUR: 1000,
@@ -50,6 +63,12 @@ const envSchema = z.object({
   TEMPORAL_ADDRESS: z.string().min(1).optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('workflow-automation'),
+  /**
+   * A workflow bundle already built from this same code (`bundleWorkflowCode`, written to a
+   * file): the worker loads it instead of bundling temporal/workflows with webpack at start
+   * (seconds). Unset: bundled at start. The test suite builds one per run and sets this.
+   */
+  TEMPORAL_WORKFLOW_BUNDLE_PATH: z.string().min(1).optional(),
   /**
    * Longest a request waits on a Temporal start or signal; the execution is committed
    * first, so a slower (or unreachable) Temporal leaves the start to the reconciler.
@@ -122,6 +141,12 @@ const envSchema = z.object({
   REPORT_RETENTION_DAYS: z.coerce.number().int().min(1).max(365).default(7),
   /** Batches a replay workflow runs before it continues as new (bounds its Temporal history). */
   REPLAY_BATCHES_PER_RUN: z.coerce.number().int().min(1).max(1000).default(100),
+  /**
+   * Test-only: lowers the shortest form `timeout_seconds` accepted (10 s) so that tests wait
+   * for a real form timeout in seconds, not ten. Refused when NODE_ENV=production. Read
+   * when the workflow schemas load (formTimeoutMinSeconds), so it is set in the environment.
+   */
+  FORM_TIMEOUT_MIN_SECONDS: z.coerce.number().int().min(1).max(FORM_TIMEOUT_MIN_SECONDS).optional(),
   /** Test-only crash points (comma-separated names): the process SIGKILLs itself there. */
   FAILPOINTS: z.string().default(''),
   ...rateLimitShape,
@@ -145,6 +170,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const c = parsed.data;
   const baseUrl = (c.PUBLIC_BASE_URL ?? `http://localhost:${c.PORT}`).replace(/\/+$/, '');
   if (c.FILE_STORAGE === 's3' && !c.S3_BUCKET) throw new ConfigError('Invalid configuration:\n  S3_BUCKET: required when FILE_STORAGE=s3');
+  if (c.NODE_ENV === 'production' && c.FORM_TIMEOUT_MIN_SECONDS !== undefined) {
+    throw new ConfigError('Invalid configuration:\n  FORM_TIMEOUT_MIN_SECONDS: a test-only setting, refused when NODE_ENV=production');
+  }
   return Object.freeze({
     ...c,
     TEMPORAL_ADDRESS_EFFECTIVE: c.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',

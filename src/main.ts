@@ -81,6 +81,7 @@ async function main() {
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue: config.TEMPORAL_TASK_QUEUE,
         activities: createActivities({ services }),
+        ...(config.TEMPORAL_WORKFLOW_BUNDLE_PATH ? { workflowBundle: { codePath: config.TEMPORAL_WORKFLOW_BUNDLE_PATH } } : {}),
       }),
     );
     // Report and export files past REPORT_RETENTION_DAYS are deleted hourly (see file-expiry.ts).

@@ -5,11 +5,12 @@
  * exercise the same worker the service runs.
  */
 import { bundleWorkflowCode, DefaultLogger, type LogLevel, makeTelemetryFilterString, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import type { Logger, WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { Logger, WorkflowBundlePath, WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Duration } from '@temporalio/common';
 import type { Logger as PinoLogger } from 'pino';
 
-export type WorkflowBundle = WorkflowBundleWithSourceMap;
+/** Bundled code in memory (`bundleWorkflows()`), or the path of a file holding it (TEMPORAL_WORKFLOW_BUNDLE_PATH). */
+export type WorkflowBundle = WorkflowBundleWithSourceMap | WorkflowBundlePath;
 
 export interface CreateWorkerOptions {
   address: string;
@@ -18,8 +19,9 @@ export interface CreateWorkerOptions {
   /** The object `createActivities(deps)` returns. */
   activities: object;
   /**
-   * A bundle from `bundleWorkflows()`. Without it `Worker.create` runs webpack itself,
-   * which takes seconds; tests pass one bundle built once per test file instead.
+   * A bundle from `bundleWorkflows()`, or `{ codePath }` of one written to a file. Without
+   * it `Worker.create` runs webpack itself, which takes seconds; the tests build one bundle
+   * per run and pass its path (TEMPORAL_WORKFLOW_BUNDLE_PATH) to every worker instead.
    */
   workflowBundle?: WorkflowBundle;
   /** Reuse a connection (the caller then owns closing it); otherwise one is opened here. */
@@ -63,7 +65,7 @@ export const workflowsPath: string = require.resolve('./workflows');
  * Bundles the workflow code with webpack. Costly (seconds), so call it once per process
  * or once per test file and hand the result to every `createWorker` call.
  */
-export async function bundleWorkflows(opts: { logger?: Logger } = {}): Promise<WorkflowBundle> {
+export async function bundleWorkflows(opts: { logger?: Logger } = {}): Promise<WorkflowBundleWithSourceMap> {
   return await bundleWorkflowCode({ workflowsPath, ...(opts.logger ? { logger: opts.logger } : {}) });
 }
 

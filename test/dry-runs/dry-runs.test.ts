@@ -5,36 +5,16 @@
  * nothing is sent, emitted or counted; saved revisions, a stricter form, validation and
  * tenancy.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { EVENT_TYPES } from '../../src/modules/events/event.entity';
 import { createActivities } from '../../temporal/activities';
 import { bearer } from '../helpers/app';
+import { type ChannelProvider, startChannelProvider } from '../helpers/channel-provider';
 import { startWebhookKit, type WebhookKit } from '../helpers/webhooks';
 import { waitFor } from '../helpers/wait';
 import { createActiveWorkflow, waitForExecution } from '../executions/helpers';
 
 jest.setTimeout(120_000);
-
-/** A channel provider that records every message it is asked to send. */
-async function startProvider() {
-  const received: any[] = [];
-  const server = http.createServer((req, res) => {
-    let raw = '';
-    req.on('data', (c) => (raw += c));
-    req.on('end', () => {
-      received.push(JSON.parse(raw));
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/send`,
-    received,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
 
 const ORDER = {
   trigger: { type: 'keyword', keywords: ['order'] },
@@ -65,7 +45,7 @@ const draftOf = (greeting: string, email: Record<string, unknown>) => ({
 
 describe('dry runs', () => {
   let kit: WebhookKit;
-  let provider: Awaited<ReturnType<typeof startProvider>>;
+  let provider: ChannelProvider;
   let orgId: string;
   let auth: Record<string, string>;
   let workflowId: string;
@@ -104,7 +84,7 @@ describe('dry runs', () => {
   }
 
   beforeAll(async () => {
-    provider = await startProvider();
+    provider = await startChannelProvider();
     kit = await startWebhookKit({ CHANNEL_PROVIDER_URL: provider.url });
     ({ orgId, auth } = await kit.tenant());
     await kit.createHook(auth, '/hooks', { events: [...EVENT_TYPES] });

@@ -3,55 +3,29 @@
  * below the threshold, the OpenAI-compatible rewrite and the HTTP channel adapter, both
  * against real local HTTP servers.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
+import { type ChannelProvider, startChannelProvider } from '../helpers/channel-provider';
+import { type FakeHttpServer, startFakeHttpServer } from '../helpers/fake-http-server';
 import { startTestWorker, type TestWorker } from '../helpers/temporal';
 import { createActiveWorkflow, waitForExecution } from './helpers';
-
-interface Received {
-  path: string;
-  headers: http.IncomingHttpHeaders;
-  body: any;
-}
-
-/** A local HTTP server that records requests and answers with `answer(request)`. */
-async function startServer(answer: (r: Received) => { status: number; body: unknown }) {
-  const received: Received[] = [];
-  const server = http.createServer((req, res) => {
-    let raw = '';
-    req.on('data', (c) => (raw += c));
-    req.on('end', () => {
-      const r = { path: req.url ?? '', headers: req.headers, body: raw ? JSON.parse(raw) : undefined };
-      received.push(r);
-      const { status, body } = answer(r);
-      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    received,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
 
 describe('ai_response and channel adapters', () => {
   let t: TestApp;
   let worker: TestWorker;
   let key: string;
-  let provider: Awaited<ReturnType<typeof startServer>>;
-  let model: Awaited<ReturnType<typeof startServer>>;
-  let providerStatus = 200;
+  let provider: ChannelProvider;
+  /** An OpenAI-compatible model server. */
+  let model: FakeHttpServer;
 
   beforeAll(async () => {
-    provider = await startServer(() => ({ status: providerStatus, body: { ok: providerStatus < 300 } }));
-    model = await startServer((r) => ({
+    provider = await startChannelProvider();
+    model = await startFakeHttpServer();
+    model.setDefault((r) => ({
       status: 200,
-      body: { choices: [{ message: { role: 'assistant', content: `Rewritten: ${r.body.messages[1].content.includes('Settings') ? 'go to Settings' : '?'}` } }] },
+      body: { choices: [{ message: { role: 'assistant', content: `Rewritten: ${r.json.messages[1].content.includes('Settings') ? 'go to Settings' : '?'}` } }] },
     }));
-    t = await createTestApp({ CHANNEL_PROVIDER_URL: `${provider.url}/send`, AI_MODEL_URL: `${model.url}/v1`, AI_MODEL_NAME: 'test-model' });
+    t = await createTestApp({ CHANNEL_PROVIDER_URL: provider.url, AI_MODEL_URL: `${model.url}/v1`, AI_MODEL_NAME: 'test-model' });
     worker = await startTestWorker({ taskQueue: t.config.TEMPORAL_TASK_QUEUE, activities: createActivities({ services: t.services }) });
     key = (await t.createKey('admin')).key;
   });
@@ -104,19 +78,19 @@ describe('ai_response and channel adapters', () => {
       input: { question: 'How do I reset my password?', knowledge_base: kbId },
       output: { response: 'Rewritten: go to Settings', confidence: 1, fallback_used: false, model_used: true },
     });
-    expect(model.received[0]).toMatchObject({ path: '/v1/chat/completions', body: { model: 'test-model' } });
+    expect(model.arrived[0]).toMatchObject({ path: '/v1/chat/completions', json: { model: 'test-model' } });
 
     // The HTTP adapter posted the answer with an idempotency key; the transcript has it too.
-    const posted = provider.received.find((r) => r.body.execution_id === executionId)!;
-    expect(posted.body).toMatchObject({ channel: 'whatsapp', to: '+15551234', text: 'Rewritten: go to Settings', node_id: 'answer' });
+    const posted = provider.received.find((r) => r.message.execution_id === executionId)!;
+    expect(posted.message).toMatchObject({ channel: 'whatsapp', to: '+15551234', text: 'Rewritten: go to Settings', node_id: 'answer' });
     expect(posted.headers['idempotency-key']).toBe(`${executionId}:answer`);
 
     // Below the threshold: the node's fallback, and no model call.
-    const calls = model.received.length;
+    const calls = model.arrived.length;
     const low = await send({ channel: 'whatsapp', customer_id: '+15551234', message: 'What is the weather like?' });
     const lowDone = await waitForExecution(t, key, workflowId, low.body.data.executions[0].id, 'success');
     expect(lowDone.steps[0].output).toMatchObject({ response: 'Let me get a human.', confidence: 0, fallback_used: true });
-    expect(model.received.length).toBe(calls);
+    expect(model.arrived.length).toBe(calls);
   });
 
   it('a provider that refuses the message fails the execution with api_error; a missing knowledge base is validation_error', async () => {
@@ -125,14 +99,14 @@ describe('ai_response and channel adapters', () => {
       channel: 'instagram',
       configuration: { trigger: { type: 'keyword', keywords: ['refuse'] }, nodes: [{ id: 'm', type: 'message', content: 'hi' }] },
     });
-    providerStatus = 400;
+    provider.answerAll(400);
     try {
       const res = await send({ channel: 'instagram', customer_id: 'u1', message: 'refuse me' });
       const failed = await waitForExecution(t, key, workflowId, res.body.data.executions[0].id, 'failed');
       expect(failed.error).toEqual({ type: 'api_error', message: expect.stringContaining('400') });
       expect(failed.steps).toEqual([expect.objectContaining({ node_id: 'm', status: 'failed' })]);
     } finally {
-      providerStatus = 200;
+      provider.answerAll(200);
     }
 
     const noKb = await createActiveWorkflow(t, key, {

@@ -4,8 +4,10 @@
  * right after committing an execution's finish (before Temporal recorded it, so the finish
  * runs again on the next worker) does not count it twice.
  */
+import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { type SpawnedProcess, spawnService } from '../helpers/process';
+import { startTestWorker, type TestWorker } from '../helpers/temporal';
 import { createActiveWorkflow, waitFor, waitForExecution } from './helpers';
 
 jest.setTimeout(180_000);
@@ -37,11 +39,21 @@ describe('analytics rollups fed by real executions', () => {
     return p;
   };
 
+  // Tests that crash no worker run it in-process (no process start); the crash test spawns its own.
+  let inProcess: TestWorker | undefined;
+  const startInProcessWorker = async () => {
+    inProcess = await startTestWorker({ taskQueue: t.config.TEMPORAL_TASK_QUEUE, activities: createActivities({ services: t.services }) });
+    return inProcess;
+  };
+
   beforeAll(async () => {
     t = await createTestApp();
     key = (await t.createKey('admin')).key;
   });
+  // All tests share one task queue: a worker left by a test must not take the next test's tasks.
   afterEach(async () => {
+    await inProcess?.stop();
+    inProcess = undefined;
     for (const c of children.splice(0)) await c.kill('SIGKILL');
   });
   afterAll(() => t.close());
@@ -58,8 +70,7 @@ describe('analytics rollups fed by real executions', () => {
 
   it('counts what ran, with ratings, re-asked invalid scores and messages, as the workflow metrics do', async () => {
     const wf = await createActiveWorkflow(t, key, { name: 'Survey', channel: 'whatsapp', configuration: survey('survey') });
-    const worker = spawnWorker();
-    await worker.waitForLine(/worker running/, 60_000);
+    const worker = await startInProcessWorker();
 
     const answers: Array<[string, string, string]> = [
       ['a-1', '5', '10'],
@@ -107,7 +118,7 @@ describe('analytics rollups fed by real executions', () => {
       ['ask', 2],
       ['bye', 2],
     ]);
-    await worker.kill('SIGTERM');
+    await worker.stop();
   });
 
   it('a burst of messages to one workflow: every start and finish counted once, every message on its workflow', async () => {
@@ -116,8 +127,7 @@ describe('analytics rollups fed by real executions', () => {
       channel: 'instagram',
       configuration: { trigger: { type: 'keyword', keywords: ['burst'] }, nodes: [{ id: 'hi', type: 'message', content: 'Hi!' }] },
     });
-    const worker = spawnWorker();
-    await worker.waitForLine(/worker running/, 60_000);
+    const worker = await startInProcessWorker();
 
     // Concurrent transactions that start (and then finish) executions of the same workflow:
     // its counters and rollup rows are updated at commit, each once per fact.
@@ -141,7 +151,7 @@ describe('analytics rollups fed by real executions', () => {
     );
     expect(rows).toEqual([{ workflow_id: wf, messages_in: 12, messages_out: 12, started: 12, succeeded: 12 }]);
     expect((await analytics(wf)).metrics).toMatchObject({ total_executions: 12, successful_executions: 12, total_messages_received: 12, total_messages_sent: 12 });
-    await worker.kill('SIGTERM');
+    await worker.stop();
   });
 
   it('a worker killed right after committing a finish: the retried finish counts nothing more', async () => {

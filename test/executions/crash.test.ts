@@ -14,10 +14,9 @@
  *
  * Every wait is bounded and polls for a state (never a sleep that assumes timing).
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { reconcileOnce } from '../../src/modules/executions/execution.reconciler';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
+import { startChannelProvider } from '../helpers/channel-provider';
 import { freePort, type SpawnedProcess, spawnService } from '../helpers/process';
 import { createActiveWorkflow, waitFor, waitForExecution } from './helpers';
 
@@ -184,27 +183,11 @@ describe('crash safety of executions', () => {
 
   it('a worker killed mid-execution and during a form wait: after a restart all complete, each step recorded once', async () => {
     // A channel provider that holds every "second" message until released.
-    let release!: () => void;
-    const released = new Promise<void>((r) => (release = r));
-    const held: string[] = [];
-    const keys: string[] = [];
-    const sends: Array<{ text: string; key: string }> = [];
-    const provider = http.createServer((req, res) => {
-      let raw = '';
-      req.on('data', (c) => (raw += c));
-      req.on('end', async () => {
-        const body = JSON.parse(raw) as { text: string };
-        keys.push(String(req.headers['idempotency-key']));
-        sends.push({ text: body.text, key: String(req.headers['idempotency-key']) });
-        if (body.text === 'second') {
-          held.push(String(req.headers['idempotency-key']));
-          await released;
-        }
-        res.writeHead(200).end('{}');
-      });
-    });
-    await new Promise<void>((r) => provider.listen(0, '127.0.0.1', r));
-    const providerUrl = `http://127.0.0.1:${(provider.address() as AddressInfo).port}/send`;
+    const provider = await startChannelProvider();
+    const release = provider.holdText('second');
+    const keys = provider.keys;
+    const held = () => provider.received.filter((m) => m.text === 'second').map((m) => m.idempotencyKey);
+    const providerUrl = provider.url;
     try {
       const steps = await createActiveWorkflow(t, key, {
         name: 'Three steps',
@@ -251,10 +234,10 @@ describe('crash safety of executions', () => {
              left join execution_steps s on s.execution_id = e.id where e.id in (?, ?, ?, ?) group by e.id`,
           [...stepIds, formId],
         );
-        throw new Error(`${err.message}; held=${JSON.stringify(held)} keys=${JSON.stringify(keys)} state=${JSON.stringify(state)}\n${first.lines.slice(-30).join('\n')}`);
+        throw new Error(`${err.message}; held=${JSON.stringify(held())} keys=${JSON.stringify(keys)} state=${JSON.stringify(state)}\n${first.lines.slice(-30).join('\n')}`);
       };
       await Promise.all([
-        waitFor(async () => (new Set(held).size === 3 ? true : undefined), 'three held sends', 90_000),
+        waitFor(async () => (new Set(held()).size === 3 ? true : undefined), 'three held sends', 90_000),
         ...stepIds.map((id) => waitForExecution(t, key, steps, id, (x) => x.steps.length === 1 && x.status === 'running', 90_000)),
         waitForExecution(t, key, form, formId, (x) => x.output?.next_action === 'wait_for_input', 90_000),
       ]).catch(diagnose);
@@ -286,13 +269,12 @@ describe('crash safety of executions', () => {
       // The provider may see a re-sent message after the crash, but always under its step's
       // idempotency key: the keys seen for each text are exactly one per execution.
       for (const [text, node] of [['first', 'a'], ['second', 'b'], ['third', 'c']] as const) {
-        const seen = new Set(sends.filter((m) => m.text === text).map((m) => m.key));
+        const seen = new Set(provider.received.filter((m) => m.text === text).map((m) => m.idempotencyKey));
         expect({ text, keys: [...seen].sort() }).toEqual({ text, keys: stepIds.map((id) => `${id}:${node}`).sort() });
       }
       await second.kill('SIGTERM');
     } finally {
-      release();
-      await new Promise<void>((r) => provider.close(() => r()));
+      await provider.close();
     }
   });
 });

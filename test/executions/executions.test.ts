@@ -3,6 +3,8 @@
  * start executions whose steps are recorded, forms wait for replies, executions can be
  * listed, retried and cancelled, and the workflow's counters and events stay true.
  */
+// First: lowers the form timeout minimum before the workflow schemas load.
+import '../helpers/short-form-timeouts';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { createActivities } from '../../temporal/activities';
@@ -206,7 +208,7 @@ describe('executions', () => {
       channel: 'voice',
       configuration: {
         trigger: { type: 'keyword', keywords: ['callback'] },
-        nodes: [{ id: 'ask', type: 'form', timeout_seconds: 10, fields: [{ name: 'phone', type: 'phone', required: true, label: 'Number?' }] }],
+        nodes: [{ id: 'ask', type: 'form', timeout_seconds: 4, fields: [{ name: 'phone', type: 'phone', required: true, label: 'Number?' }] }],
       },
     });
     const started = await send({ channel: 'voice', customer_id: 'caller-1', message: 'callback please' });

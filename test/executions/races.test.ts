@@ -14,6 +14,8 @@
  * whose client points at another namespace: its signals and cancels are lost, as when
  * Temporal is unreachable at that moment.
  */
+// First: lowers the form timeout minimum before the workflow schemas load.
+import '../helpers/short-form-timeouts';
 import { reconcileOnce } from '../../src/modules/executions/execution.reconciler';
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
@@ -87,7 +89,7 @@ describe('races around a running execution', () => {
       configuration: {
         trigger: { type: 'keyword', keywords: ['callback'] },
         nodes: [
-          { id: 'ask', type: 'form', timeout_seconds: 10, fields: [{ name: 'phone', type: 'phone', required: true, label: 'Your number?' }], next: 'ok' },
+          { id: 'ask', type: 'form', timeout_seconds: 4, fields: [{ name: 'phone', type: 'phone', required: true, label: 'Your number?' }], next: 'ok' },
           { id: 'ok', type: 'message', content: 'We will call you.' },
         ],
       },

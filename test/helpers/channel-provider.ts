@@ -1,56 +1,83 @@
 /**
- * A channel provider for the executions tests: a real local HTTP server that the HTTP
- * channel adapter posts to (CHANNEL_PROVIDER_URL). It answers 200, except the statuses
- * queued for a text (`answer`), and holds the texts given to `holdText` until released.
+ * The one fake channel provider of the tests: a real local HTTP server (fake-http-server.ts)
+ * that the HTTP channel adapter posts to (CHANNEL_PROVIDER_URL). It records every message
+ * as it arrives and as it is answered, answers 200 unless a test scripted other answers
+ * for a text (`answer`) or for every message (`answerAll`), and holds messages until the
+ * test releases them (`holdText`, `holdAll`). Fake Meta Graph and Twilio servers are meant
+ * to be built the same way on fake-http-server.ts.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingHttpHeaders } from 'node:http';
+import { type Answer, type RecordedRequest, startFakeHttpServer } from './fake-http-server';
 
-export interface ProviderRequest {
+/** The body the HTTP channel adapter posts (src/modules/executions/channel-adapter.ts). */
+export interface ChannelMessage {
+  idempotency_key: string;
+  channel: string;
+  to: string | null;
+  customer_id: string | null;
+  text: string;
+  execution_id: string;
+  node_id: string;
+}
+
+export interface ArrivedMessage {
   text: string;
   idempotencyKey: string;
-  /** What the provider answered. */
+  message: ChannelMessage;
+  headers: IncomingHttpHeaders;
+}
+
+export interface ProviderRequest extends ArrivedMessage {
+  /** What the provider answered (0: the connection was dropped). */
   status: number;
 }
 
+const messageOf = (r: RecordedRequest) => r.json as ChannelMessage;
+const textIs = (text: string) => (r: RecordedRequest) => messageOf(r)?.text === text;
+
 export async function startChannelProvider() {
-  /** Answered requests, in the order of their answers. */
+  // Live arrays (not snapshots), so a test may keep a reference and read it later.
   const sent: ProviderRequest[] = [];
-  /** Texts as they arrive, before any hold. */
+  const received: ArrivedMessage[] = [];
   const arrived: string[] = [];
-  const answers = new Map<string, number[]>();
-  const holds = new Map<string, Promise<void>>();
-  const releases: Array<() => void> = [];
-  const server = http.createServer((req, res) => {
-    let raw = '';
-    req.on('data', (c) => (raw += c));
-    req.on('end', async () => {
-      const { text } = JSON.parse(raw) as { text: string };
-      arrived.push(text);
-      await holds.get(text);
-      const status = answers.get(text)?.shift() ?? 200;
-      sent.push({ text, idempotencyKey: String(req.headers['idempotency-key']), status });
-      res.writeHead(status, { 'content-type': 'application/json' }).end('{}');
-    });
+  const keys: string[] = [];
+  const toArrived = (r: RecordedRequest): ArrivedMessage => ({
+    text: messageOf(r)?.text,
+    idempotencyKey: String(r.headers['idempotency-key']),
+    message: messageOf(r),
+    headers: r.headers,
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const server = await startFakeHttpServer({
+    defaultBody: { ok: true },
+    onArrive(r) {
+      const m = toArrived(r);
+      received.push(m);
+      arrived.push(m.text);
+      keys.push(m.idempotencyKey);
+    },
+    onAnswer: (r) => void sent.push({ ...toArrived(r), status: r.status }),
+  });
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/send`,
+    /** The URL to set as CHANNEL_PROVIDER_URL. */
+    url: `${server.url}/send`,
+    /** Answered messages, in the order of their answers. */
     sent,
+    /** Messages as they arrive, before any hold or delay. */
+    received,
+    /** Texts as they arrive, before any hold or delay. */
     arrived,
-    /** The next requests with `text` get these statuses, in order; then 200 again. */
-    answer: (text: string, ...statuses: number[]) => void answers.set(text, statuses),
-    /** Holds every request with `text` until the returned function is called. */
-    holdText(text: string): () => void {
-      let release!: () => void;
-      holds.set(text, new Promise<void>((r) => (release = r)));
-      releases.push(release);
-      return release;
-    },
-    close() {
-      for (const r of releases) r();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    /** Idempotency keys as they arrive, before any hold or delay. */
+    keys,
+    /** The next messages with `text` get these answers (statuses, delays, drops), in order; then the default again. */
+    answer: (text: string, ...answers: Answer[]) => server.script(textIs(text), ...answers),
+    /** Every message without a scripted answer gets `answer` from now on (initially 200). */
+    answerAll: (answer: Answer) => server.setDefault(answer),
+    /** Holds every message with `text` until the returned function is called. */
+    holdText: (text: string) => server.hold(textIs(text)),
+    /** Holds every message until the returned function is called. */
+    holdAll: () => server.hold(() => true),
+    /** Releases every hold and stops the server. */
+    close: () => server.close(),
   };
 }
 

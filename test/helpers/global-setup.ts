@@ -1,21 +1,32 @@
 /**
  * Owns what the whole jest run shares: checks that PostgreSQL and Redis are up, starts ONE
- * Temporal dev server for every test file, and hands its address and a per-run id to the
- * jest workers through process.env (workers inherit the env set here). Starting one
- * server per file would cost seconds each and multiply SQLite load.
+ * Temporal dev server for every test file, bundles the workflow code ONCE into a temporary
+ * file, and hands the server's address, the bundle's path and a per-run id to the jest
+ * workers through process.env (workers, and the processes they spawn, inherit the env set
+ * here). A server or a webpack run per file (or per spawned worker) would cost seconds each.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Client as PgClient } from 'pg';
 import Redis from 'ioredis';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
 import { findOrInstallTemporalCli } from '../../scripts/lib/temporal-cli';
 import { ONE_PARTITION_ARGS } from '../../scripts/lib/temporal-dev-server';
 import { ensureSearchAttributes } from '../../src/temporal-search-attributes';
 import { SEARCH_ATTRIBUTES } from '../../temporal/shared';
+import { bundleWorkflows } from '../../temporal/worker';
+import { createOrm, dropDatabase, ensureDatabase, migrate } from '../../src/db/orm';
 
 declare global {
   // Read by global-teardown.ts: jest runs both in the same process.
   var __TEMPORAL_TEST_ENV__: TestWorkflowEnvironment | undefined;
+  // The directory holding the run's workflow bundle; removed by global-teardown.ts.
+  var __WORKFLOW_BUNDLE_DIR__: string | undefined;
+  // The URL of the run's migrated template database; dropped by global-teardown.ts.
+  var __TEMPLATE_DATABASE_URL__: string | undefined;
 }
 
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
@@ -75,8 +86,48 @@ async function startTemporal(): Promise<string> {
   return env.address;
 }
 
+/**
+ * Bundles temporal/workflows with webpack and writes the bundle to a file: every test
+ * worker (test/helpers/temporal.ts) and every spawned `src/main.ts worker` loads it through
+ * TEMPORAL_WORKFLOW_BUNDLE_PATH instead of running webpack again. Always built fresh, from
+ * the code under test.
+ */
+async function bundleWorkflowsOnce(): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'wfa-workflow-bundle-'));
+  globalThis.__WORKFLOW_BUNDLE_DIR__ = dir;
+  const { code } = await bundleWorkflows({ logger: new DefaultLogger('WARN') });
+  const file = path.join(dir, 'workflows.js');
+  await writeFile(file, code);
+  return file;
+}
+
+/**
+ * Applies every migration once, to a template database: each test file's database is then
+ * a copy of it (test/helpers/app.ts), which takes a fraction of running the migrations per
+ * file. The copies still run `migrate` (a no-op check), as the service does at start.
+ */
+async function migrateTemplateDatabase(runId: string): Promise<string> {
+  const url = new URL(DATABASE_URL);
+  url.pathname = `/wfa_test_template_${runId}`;
+  const templateUrl = url.toString();
+  globalThis.__TEMPLATE_DATABASE_URL__ = templateUrl;
+  await dropDatabase(templateUrl);
+  await ensureDatabase(templateUrl);
+  const orm = await createOrm(templateUrl, 1);
+  try {
+    await migrate(orm);
+  } finally {
+    // A database with open connections cannot be copied.
+    await orm.close(true);
+  }
+  return templateUrl;
+}
+
 export default async function globalSetup(): Promise<void> {
   await Promise.all([checkPostgres(), checkRedis()]);
   process.env.TEST_RUN_ID ??= randomBytes(3).toString('hex');
-  process.env.TEST_TEMPORAL_ADDRESS = await startTemporal();
+  const [address, bundlePath, templateUrl] = await Promise.all([startTemporal(), bundleWorkflowsOnce(), migrateTemplateDatabase(process.env.TEST_RUN_ID)]);
+  process.env.TEST_TEMPORAL_ADDRESS = address;
+  process.env.TEMPORAL_WORKFLOW_BUNDLE_PATH = bundlePath;
+  process.env.TEST_TEMPLATE_DATABASE_URL = templateUrl;
 }

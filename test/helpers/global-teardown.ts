@@ -1,6 +1,20 @@
-/** Owns stopping the Temporal dev server that global-setup.ts started for the jest run. */
+/**
+ * Owns stopping the Temporal dev server, removing the workflow bundle and dropping the
+ * template database that global-setup.ts made for the jest run.
+ */
+import { rm } from 'node:fs/promises';
+import { dropDatabase } from '../../src/db/orm';
+
 export default async function globalTeardown(): Promise<void> {
   const env = globalThis.__TEMPORAL_TEST_ENV__;
   globalThis.__TEMPORAL_TEST_ENV__ = undefined;
-  await env?.teardown();
+  const bundleDir = globalThis.__WORKFLOW_BUNDLE_DIR__;
+  globalThis.__WORKFLOW_BUNDLE_DIR__ = undefined;
+  const templateUrl = globalThis.__TEMPLATE_DATABASE_URL__;
+  globalThis.__TEMPLATE_DATABASE_URL__ = undefined;
+  await Promise.all([
+    env?.teardown(),
+    bundleDir && rm(bundleDir, { recursive: true, force: true }),
+    templateUrl && dropDatabase(templateUrl),
+  ]);
 }

@@ -166,13 +166,18 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Where a spawned service finds the test app's database, Redis keys and Temporal queue. */
-export function serviceEnv(t: TestApp, extra: Record<string, string> = {}): Record<string, string> {
+/**
+ * Where a spawned service finds the test app's database, Redis keys and Temporal queue,
+ * and the run's workflow bundle (global-setup.ts), so a spawned worker does not run
+ * webpack again. An `extra` value of undefined removes that variable.
+ */
+export function serviceEnv(t: TestApp, extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
   return {
     DATABASE_URL: t.databaseUrl,
     REDIS_KEY_PREFIX: t.config.REDIS_KEY_PREFIX,
     TEMPORAL_ADDRESS: t.config.TEMPORAL_ADDRESS_EFFECTIVE,
     TEMPORAL_TASK_QUEUE: t.config.TEMPORAL_TASK_QUEUE,
+    TEMPORAL_WORKFLOW_BUNDLE_PATH: process.env.TEMPORAL_WORKFLOW_BUNDLE_PATH,
     LOG_LEVEL: 'info',
     ...extra,
   };
@@ -182,7 +187,7 @@ export function serviceEnv(t: TestApp, extra: Record<string, string> = {}): Reco
  * Runs `src/main.ts <role>` the way `npm start` does (node with tsx's loader, no tsx CLI
  * wrapper relaying signals), configured like the test app `t` plus `extra`.
  */
-export function spawnService(role: 'api' | 'worker' | 'all', t: TestApp, extra: Record<string, string> = {}): SpawnedProcess {
+export function spawnService(role: 'api' | 'worker' | 'all', t: TestApp, extra: Record<string, string | undefined> = {}): SpawnedProcess {
   return spawnProcess(process.execPath, ['--require', 'tsx/cjs', 'src/main.ts', role], {
     cwd: path.resolve(__dirname, '..', '..'),
     env: serviceEnv(t, extra),

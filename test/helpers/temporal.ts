@@ -1,7 +1,8 @@
 /**
  * Owns test access to the run's shared Temporal dev server (started by global-setup.ts):
  * its address, clients, task queue names unique per run, and real workers built from the
- * same `createWorker` the service uses, with the workflow bundle built once per test file.
+ * same `createWorker` the service uses, loading the workflow bundle global-setup.ts built
+ * once for the run.
  */
 import { randomBytes } from 'node:crypto';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
@@ -48,11 +49,13 @@ export function installQuietRuntime(): void {
   }
 }
 
-// Jest gives every test file its own module registry, so this memo is per test file:
-// webpack runs once per file, not once per worker.
+// global-setup.ts bundles once per run and passes the file's path. Without it (a file run
+// outside jest's global setup) webpack runs once per test file: jest gives every test file
+// its own module registry, so this memo is per file.
 let bundle: Promise<WorkflowBundle> | undefined;
 export function workflowBundle(): Promise<WorkflowBundle> {
-  bundle ??= bundleWorkflows({ logger: quietLogger });
+  const codePath = process.env.TEMPORAL_WORKFLOW_BUNDLE_PATH;
+  bundle ??= codePath ? Promise.resolve({ codePath }) : bundleWorkflows({ logger: quietLogger });
   return bundle;
 }
 

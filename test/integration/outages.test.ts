@@ -9,12 +9,11 @@
  * against private servers; this file asserts behaviour only.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
-import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp, uniqueSuffix } from '../helpers/app';
+import { type ChannelProvider, startChannelProvider } from '../helpers/channel-provider';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
 import { connectTestClient, startTestWorker, temporalAddress, type TestWorker } from '../helpers/temporal';
 import { waitFor } from '../helpers/wait';
@@ -22,32 +21,12 @@ import { dropDatabase } from '../../src/db/orm';
 import { reconcileOnce } from '../../src/modules/executions/execution.reconciler';
 import { createActiveWorkflow, waitForExecution } from '../executions/helpers';
 
-/** A channel provider whose answers wait until `release()`; it counts deliveries by idempotency key. */
-async function heldProvider() {
-  let release: () => void = () => undefined;
-  let gate = new Promise<void>((r) => (release = r));
-  const keys: string[] = [];
-  const server = http.createServer((req, res) => {
-    keys.push(String(req.headers['idempotency-key']));
-    req.resume();
-    void gate.then(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/send`,
-    keys,
-    hold() {
-      gate = new Promise<void>((r) => (release = r));
-    },
-    release: () => release(),
-    close: () => new Promise<void>((r) => server.close(() => r())),
-  };
-}
-
 describe('dependency outages', () => {
   let pg: TcpProxy;
   let temporal: TcpProxy;
-  let provider: Awaited<ReturnType<typeof heldProvider>>;
+  let provider: ChannelProvider;
+  /** Lets the held sends be answered (a no-op until the test holds them). */
+  let release: () => void = () => undefined;
   let t: TestApp;
   let worker: TestWorker;
   let key: string;
@@ -60,7 +39,7 @@ describe('dependency outages', () => {
     pg = await startTcpProxy({ host: '127.0.0.1', port: 5432 });
     const [host, port] = temporalAddress().split(':');
     temporal = await startTcpProxy({ host: host!, port: Number(port) });
-    provider = await heldProvider();
+    provider = await startChannelProvider();
     t = await createTestApp({
       DATABASE_URL: `postgresql://postgres@127.0.0.1:${pg.port}/${databaseName}`,
       // Only the API's client (and the reconciler) go through the proxy; the worker polls Temporal directly.
@@ -86,7 +65,7 @@ describe('dependency outages', () => {
     });
   });
   afterAll(async () => {
-    provider.release();
+    release();
     await pg.restore().catch(() => undefined);
     await temporal.restore().catch(() => undefined);
     await worker.stop();
@@ -112,7 +91,7 @@ describe('dependency outages', () => {
   };
 
   it('a PostgreSQL outage longer than the provider budget: 503s meanwhile, then every execution succeeds, each step once', async () => {
-    provider.hold();
+    release = provider.holdAll();
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       const res = await send({ channel: 'whatsapp', customer_id: `pg-${i}`, message: 'hello' });
@@ -122,7 +101,7 @@ describe('dependency outages', () => {
     // Every execution is inside its first node's send when the database goes away.
     await waitFor(async () => provider.keys.length >= 3, 'the three first sends');
     await pg.cut();
-    provider.release();
+    release();
 
     // The API: 503 with Retry-After and the envelope, and /readyz names the dependency.
     const refused = await send({ channel: 'whatsapp', customer_id: 'pg-refused', message: 'hello' });

@@ -7,8 +7,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse } from 'csv-parse/sync';
+import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { type SpawnedProcess, spawnService } from '../helpers/process';
+import { startTestWorker, type TestWorker } from '../helpers/temporal';
 import { createWorkflow, download, pathOf, seedExecutions, waitForStatus } from './helpers';
 
 jest.setTimeout(240_000);
@@ -17,6 +19,7 @@ describe('export crash safety', () => {
   let t: TestApp;
   let dir: string;
   const children: SpawnedProcess[] = [];
+  let second: TestWorker | undefined;
 
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'wfa-export-crash-'));
@@ -24,6 +27,7 @@ describe('export crash safety', () => {
   });
   afterAll(async () => {
     for (const c of children.splice(0)) await c.kill('SIGKILL');
+    await second?.stop();
     await t?.close();
     await rm(dir, { recursive: true, force: true });
   });
@@ -46,8 +50,8 @@ describe('export crash safety', () => {
     const early = await t.request.get(`/v1/analytics/export/${id}/download`).set(bearer(key));
     expect([early.status, early.body.error.code]).toEqual([409, 'EXPORT_NOT_READY']);
 
-    const second = spawnService('worker', t, { FILE_STORAGE_DIR: dir });
-    children.push(second);
+    // The worker that comes back is not crashed: it runs in-process, on the same file storage.
+    second = await startTestWorker({ taskQueue: t.config.TEMPORAL_TASK_QUEUE, activities: createActivities({ services: t.services }) });
     const done = await waitForStatus(t, key, `/v1/analytics/export/${id}`, 'completed', 150_000);
     expect(done.progress).toEqual({ rows_written: 20_000, rows_total: 20_000, percent: 100 });
 

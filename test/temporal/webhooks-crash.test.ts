@@ -72,5 +72,5 @@ test('a worker SIGKILLed mid-delivery and restarted still delivers the event, sa
   expect(logs).toHaveLength(1);
   expect(logs[0]).toMatchObject({ event_id: event.id, attempt: 2, status: 'success', response_code: 200 });
   expect(receiver.requestsTo('/crash')).toHaveLength(2);
-  // Two worker processes start (each bundles the workflows): minutes on a loaded 2-core machine.
+  // Two worker processes start and boot the app: minutes on a loaded 2-core machine.
 }, 240_000);

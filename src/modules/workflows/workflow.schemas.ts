@@ -10,6 +10,7 @@ import { Timestamp } from '../../http/openapi';
 import { z } from '../../http/zod';
 import type { ExecutionNodeSpec } from '../../../temporal/executions.shared';
 import { WORKFLOW_STATUSES } from './workflow.entity';
+import { formTimeoutMinSeconds } from '../../config';
 
 export const CHANNELS = ['whatsapp', 'instagram', 'voice'] as const;
 export type Channel = (typeof CHANNELS)[number];
@@ -52,7 +53,8 @@ export const FormNode = z
     type: z.literal('form'),
     fields: z.array(FormField).min(1).max(50),
     /** How long the form waits for each reply before the execution fails with `timeout`. */
-    timeout_seconds: z.number().int().min(10).max(7 * 24 * 3600).optional(),
+    /** At least 10 s; tests that wait for a real timeout lower that with FORM_TIMEOUT_MIN_SECONDS (see config.ts). */
+    timeout_seconds: z.number().int().min(formTimeoutMinSeconds()).max(7 * 24 * 3600).optional(),
   })
   .openapi('FormNode');
 

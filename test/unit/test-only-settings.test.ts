@@ -1,0 +1,42 @@
+/**
+ * The settings that exist for the test suite: FORM_TIMEOUT_MIN_SECONDS lowers the 10 s form
+ * timeout minimum outside production only, and a production process refuses to start with
+ * it; TEMPORAL_WORKFLOW_BUNDLE_PATH is optional (unset, the worker bundles at start).
+ */
+import { ConfigError, formTimeoutMinSeconds, loadConfig } from '../../src/config';
+import { FormNode } from '../../src/modules/workflows/workflow.schemas';
+
+const form = (timeout_seconds: number) => ({ id: 'ask', type: 'form', timeout_seconds, fields: [{ name: 'phone', type: 'phone', label: 'Number?' }] });
+
+describe('FORM_TIMEOUT_MIN_SECONDS', () => {
+  it('is 10 s unless lowered, lowered only outside production, and only to 1–10', () => {
+    expect(formTimeoutMinSeconds({})).toBe(10);
+    expect(formTimeoutMinSeconds({ FORM_TIMEOUT_MIN_SECONDS: '2' })).toBe(2);
+    expect(formTimeoutMinSeconds({ NODE_ENV: 'test', FORM_TIMEOUT_MIN_SECONDS: '1' })).toBe(1);
+    expect(formTimeoutMinSeconds({ NODE_ENV: 'production', FORM_TIMEOUT_MIN_SECONDS: '1' })).toBe(10);
+    for (const bad of ['0', '11', '2.5', 'soon']) expect(formTimeoutMinSeconds({ FORM_TIMEOUT_MIN_SECONDS: bad })).toBe(10);
+  });
+
+  it('a production configuration with it is refused, naming the variable; elsewhere it is validated', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production', FORM_TIMEOUT_MIN_SECONDS: '1' })).toThrow(ConfigError);
+    expect(() => loadConfig({ NODE_ENV: 'production', FORM_TIMEOUT_MIN_SECONDS: '1' })).toThrow(/FORM_TIMEOUT_MIN_SECONDS/);
+    expect(loadConfig({ NODE_ENV: 'production' }).FORM_TIMEOUT_MIN_SECONDS).toBeUndefined();
+    expect(loadConfig({ FORM_TIMEOUT_MIN_SECONDS: '3' }).FORM_TIMEOUT_MIN_SECONDS).toBe(3);
+    expect(() => loadConfig({ FORM_TIMEOUT_MIN_SECONDS: '11' })).toThrow(/FORM_TIMEOUT_MIN_SECONDS/);
+  });
+
+  it('without it (this file does not set it), a form timeout under 10 s is refused and 10 s is accepted', () => {
+    const refused = FormNode.safeParse(form(9));
+    expect(refused.success).toBe(false);
+    expect(refused.error?.issues[0]?.path).toEqual(['timeout_seconds']);
+    expect(FormNode.safeParse(form(10)).success).toBe(true);
+  });
+});
+
+describe('TEMPORAL_WORKFLOW_BUNDLE_PATH', () => {
+  it('is optional and, when set, must not be empty', () => {
+    expect(loadConfig({}).TEMPORAL_WORKFLOW_BUNDLE_PATH).toBeUndefined();
+    expect(loadConfig({ TEMPORAL_WORKFLOW_BUNDLE_PATH: '/tmp/workflows.js' }).TEMPORAL_WORKFLOW_BUNDLE_PATH).toBe('/tmp/workflows.js');
+    expect(() => loadConfig({ TEMPORAL_WORKFLOW_BUNDLE_PATH: '' })).toThrow(/TEMPORAL_WORKFLOW_BUNDLE_PATH/);
+  });
+});
