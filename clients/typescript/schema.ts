@@ -165,6 +165,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/{webhook_id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replace the signing secret; the previous one keeps signing beside it for the overlap
+         * @description Answers the new secret. For WEBHOOK_SECRET_OVERLAP_HOURS (default 24) every delivery carries two `v1,` signatures in `webhook-signature` (new, then previous), `X-Service-Signature` of the new secret and `X-Service-Signature-Previous` of the previous one; after it only the new secret signs. A rotation during an overlap ends that overlap: only the secret being replaced stays valid.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/{webhook_id}/test": {
         parameters: {
             query?: never;
@@ -1284,7 +1304,7 @@ export interface webhooks {
         put?: never;
         /**
          * workflow.started event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["workflowStartedEvent"];
         delete?: never;
@@ -1304,7 +1324,7 @@ export interface webhooks {
         put?: never;
         /**
          * workflow.completed event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["workflowCompletedEvent"];
         delete?: never;
@@ -1324,7 +1344,7 @@ export interface webhooks {
         put?: never;
         /**
          * workflow.failed event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["workflowFailedEvent"];
         delete?: never;
@@ -1344,7 +1364,7 @@ export interface webhooks {
         put?: never;
         /**
          * message.received event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["messageReceivedEvent"];
         delete?: never;
@@ -1364,7 +1384,7 @@ export interface webhooks {
         put?: never;
         /**
          * message.sent event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["messageSentEvent"];
         delete?: never;
@@ -1384,7 +1404,7 @@ export interface webhooks {
         put?: never;
         /**
          * trigger.activated event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["triggerActivatedEvent"];
         delete?: never;
@@ -1404,7 +1424,7 @@ export interface webhooks {
         put?: never;
         /**
          * customer.created event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["customerCreatedEvent"];
         delete?: never;
@@ -1424,7 +1444,7 @@ export interface webhooks {
         put?: never;
         /**
          * customer.updated event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["customerUpdatedEvent"];
         delete?: never;
@@ -1444,7 +1464,7 @@ export interface webhooks {
         put?: never;
         /**
          * export.completed event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["exportCompletedEvent"];
         delete?: never;
@@ -1464,7 +1484,7 @@ export interface webhooks {
         put?: never;
         /**
          * export.failed event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["exportFailedEvent"];
         delete?: never;
@@ -1484,7 +1504,7 @@ export interface webhooks {
         put?: never;
         /**
          * report.completed event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["reportCompletedEvent"];
         delete?: never;
@@ -1504,7 +1524,7 @@ export interface webhooks {
         put?: never;
         /**
          * report.failed event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["reportFailedEvent"];
         delete?: never;
@@ -1524,7 +1544,7 @@ export interface webhooks {
         put?: never;
         /**
          * replay.completed event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["replayCompletedEvent"];
         delete?: never;
@@ -2139,6 +2159,21 @@ export interface components {
             retry_policy?: components["schemas"]["WebhookRetryPolicy"];
             /** @description Extension: re-enable a webhook (e.g. after a 410 switched it off) */
             active?: boolean;
+        };
+        WebhookSecretRotation: {
+            webhook_id: string;
+            /** @description The new signing secret */
+            secret: string;
+            /**
+             * Format: date-time
+             * @description Until then every delivery is signed with the new and the previous secret; null when WEBHOOK_SECRET_OVERLAP_HOURS is 0
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            previous_secret_expires_at: string | null;
+        };
+        WebhookRotateSecret: {
+            /** @description Signing secret; 32 random bytes (base64url) are generated when omitted */
+            secret?: string;
         };
         WebhookTestResult: {
             test_id: string;
@@ -5408,6 +5443,164 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that limit's window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When that window resets, in Unix seconds */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays the first response for 24 h */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookRotateSecret"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebhookSecretRotation"];
+                    };
+                };
+            };
+            /** @description INVALID_REQUEST | MISSING_REQUIRED_FIELD */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that limit's window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When that window resets, in Unix seconds */
+                    "X-RateLimit-Reset"?: number;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description MISSING_AUTHENTICATION | INVALID_API_KEY | INVALID_TOKEN */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INSUFFICIENT_PERMISSIONS | SCOPE_INSUFFICIENT */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description WEBHOOK_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED | IDEMPOTENCY_KEY_IN_USE */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -44,6 +44,8 @@ interface AttemptRow {
   organization_id: string;
   url: string;
   secret: string;
+  /** The rotated-out secret while its overlap lasts, else null. */
+  previous_secret: string | null;
   active: boolean;
   event_id: string | null;
   event_type: string | null;
@@ -60,6 +62,7 @@ interface AttemptRow {
 const LOAD_ATTEMPT = {
   name: 'webhook_attempt_load',
   text: `select w.id as webhook_id, w.organization_id, w.url, w.secret, w.active,
+                case when w.previous_secret_expires_at > now() then w.previous_secret end as previous_secret,
                 e.id as event_id, e.type as event_type, e.created_at as event_created_at, e.data as event_data
            from webhooks w left join events e on e.id = $2 and e.organization_id = $3
           where w.id = $1 and w.organization_id = $3`,
@@ -101,7 +104,7 @@ export async function performDeliveryAttempt(
 
   const { attempt } = input;
   const body = JSON.stringify(buildEventPayload(event, row.webhook_id, attempt - 1));
-  const outcome = await sender.send({ url: row.url, secret: row.secret, body, eventId: event.id, attempt });
+  const outcome = await sender.send({ url: row.url, secret: row.secret, previousSecret: row.previous_secret, body, eventId: event.id, attempt });
 
   let result: AttemptResult;
   let responseCode = 0;

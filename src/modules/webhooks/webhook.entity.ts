@@ -10,7 +10,7 @@ export const DEFAULT_MAX_RETRIES = 3;
 export const DEFAULT_RETRY_DELAY_MS = 1000;
 
 export class Webhook {
-  [OptionalProps]?: 'active' | 'maxRetries' | 'retryDelayMs' | 'createdAt' | 'updatedAt' | 'deactivatedReason';
+  [OptionalProps]?: 'active' | 'maxRetries' | 'retryDelayMs' | 'createdAt' | 'updatedAt' | 'deactivatedReason' | 'previousSecret' | 'previousSecretExpiresAt';
   id!: string;
   organizationId!: string;
   name!: string;
@@ -24,6 +24,9 @@ export class Webhook {
   updatedAt: Date = new Date();
   /** Why delivery switched the webhook off (a 410 answer); null when a client did. */
   deactivatedReason: string | null = null;
+  /** The secret the last rotation replaced: it signs beside `secret` until `previousSecretExpiresAt`. */
+  previousSecret: string | null = null;
+  previousSecretExpiresAt: Date | null = null;
 }
 
 export const WebhookSchema = new EntitySchema<Webhook>({
@@ -42,6 +45,8 @@ export const WebhookSchema = new EntitySchema<Webhook>({
     createdAt: { type: 'Date', fieldName: 'created_at' },
     updatedAt: { type: 'Date', fieldName: 'updated_at' },
     deactivatedReason: { type: 'string', fieldName: 'deactivated_reason', nullable: true },
+    previousSecret: { type: 'text', fieldName: 'previous_secret', nullable: true },
+    previousSecretExpiresAt: { type: 'Date', fieldName: 'previous_secret_expires_at', nullable: true },
   },
 });
 

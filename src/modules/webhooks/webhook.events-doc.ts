@@ -155,6 +155,8 @@ const HEADERS_DOC = [
   '`X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...;',
   'Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and',
   '`webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`).',
+  'For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous),',
+  '`X-Service-Signature` the new secret\'s and `X-Service-Signature-Previous` the previous secret\'s.',
   'Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook;',
   '408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.',
 ].join(' ');

@@ -8,6 +8,8 @@ import type { Webhook, WebhookLog } from './webhook.entity';
 import {
   classifyWebhookIssue,
   RedeliveryOut,
+  RotateSecretIn,
+  RotateSecretOut,
   WebhookCreatedOut,
   WebhookIdParams,
   WebhookIn,
@@ -147,6 +149,31 @@ export function webhookRoutes(services: Services): AnyRoute[] {
       async handler({ params, credential }) {
         await svc().delete(credential.organizationId, params.webhook_id);
         return { message: `Webhook ${params.webhook_id} deleted` };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/webhooks/{webhook_id}/rotate-secret',
+      operationId: 'rotateWebhookSecret',
+      summary: 'Replace the signing secret; the previous one keeps signing beside it for the overlap',
+      description:
+        'Answers the new secret. For WEBHOOK_SECRET_OVERLAP_HOURS (default 24) every delivery carries two `v1,` signatures in ' +
+        '`webhook-signature` (new, then previous), `X-Service-Signature` of the new secret and `X-Service-Signature-Previous` of ' +
+        'the previous one; after it only the new secret signs. A rotation during an overlap ends that overlap: only the secret ' +
+        'being replaced stays valid.',
+      tag,
+      scope: 'webhooks:write',
+      limits: ['resource_write'],
+      params: WebhookIdParams,
+      body: RotateSecretIn,
+      classify: classifyWebhookIssue,
+      response: z.object({ data: RotateSecretOut }),
+      errors: [NOT_FOUND],
+      async handler({ params, body, credential }) {
+        const hook = await svc().rotateSecret(credential.organizationId, params.webhook_id, body.secret);
+        return {
+          data: { webhook_id: hook.id, secret: hook.secret, previous_secret_expires_at: hook.previousSecretExpiresAt?.toISOString() ?? null },
+        };
       },
     }),
     defineRoute({

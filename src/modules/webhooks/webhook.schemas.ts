@@ -35,18 +35,20 @@ export const RetryPolicy = z
     description: 'Retries after the first attempt; the delay before retry n is min(retry_delay_ms × 2^(n−1), 30000) ms',
   });
 
+const secret = z
+  .string()
+  .min(SECRET_MIN)
+  .max(SECRET_MAX)
+  .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
+  .optional()
+  .openapi({ description: 'Signing secret; 32 random bytes (base64url) are generated when omitted' });
+
 export const WebhookIn = z
   .strictObject({
     name: name.optional().openapi({ description: 'Defaults to the URL host' }),
     url: z.string().max(URL_MAX).openapi({ example: 'https://example.com/hooks/wfa' }),
     events,
-    secret: z
-      .string()
-      .min(SECRET_MIN)
-      .max(SECRET_MAX)
-      .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
-      .optional()
-      .openapi({ description: 'Signing secret; 32 random bytes (base64url) are generated when omitted' }),
+    secret,
     active: z.boolean().default(true),
     retry_policy: RetryPolicy.optional(),
   })
@@ -81,6 +83,18 @@ export const WebhookOut = z
     retry_policy: z.object({ max_retries: z.number().int(), retry_delay_ms: z.number().int() }),
   })
   .openapi('Webhook');
+
+export const RotateSecretIn = z.strictObject({ secret }).openapi('WebhookRotateSecret');
+
+export const RotateSecretOut = z
+  .object({
+    webhook_id: z.string(),
+    secret: z.string().openapi({ description: 'The new signing secret' }),
+    previous_secret_expires_at: Timestamp.nullable().openapi({
+      description: 'Until then every delivery is signed with the new and the previous secret; null when WEBHOOK_SECRET_OVERLAP_HOURS is 0',
+    }),
+  })
+  .openapi('WebhookSecretRotation');
 
 export const WebhookListQuery = z.strictObject({
   ...paginationQuery,
