@@ -146,6 +146,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/event-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The event catalog: every event type, its description and the JSON Schema of its data
+         * @description Generated from the schemas of the OpenAPI `webhooks` entries. Not paginated.
+         */
+        get: operations["listWebhookEventTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/{webhook_id}": {
         parameters: {
             query?: never;
@@ -1304,7 +1324,7 @@ export interface webhooks {
         put?: never;
         /**
          * workflow.started event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description An execution of a workflow was created. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["workflowStartedEvent"];
         delete?: never;
@@ -1324,7 +1344,7 @@ export interface webhooks {
         put?: never;
         /**
          * workflow.completed event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description An execution finished, with success or failure (`status`). `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["workflowCompletedEvent"];
         delete?: never;
@@ -1344,7 +1364,7 @@ export interface webhooks {
         put?: never;
         /**
          * workflow.failed event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description An execution failed; sent after its workflow.completed. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["workflowFailedEvent"];
         delete?: never;
@@ -1364,7 +1384,7 @@ export interface webhooks {
         put?: never;
         /**
          * message.received event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A customer message was accepted on a channel. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["messageReceivedEvent"];
         delete?: never;
@@ -1384,7 +1404,7 @@ export interface webhooks {
         put?: never;
         /**
          * message.sent event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A message node of a workflow sent text to a customer. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["messageSentEvent"];
         delete?: never;
@@ -1404,7 +1424,7 @@ export interface webhooks {
         put?: never;
         /**
          * trigger.activated event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A trigger fired and started (or resumed) a workflow. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["triggerActivatedEvent"];
         delete?: never;
@@ -1424,7 +1444,7 @@ export interface webhooks {
         put?: never;
         /**
          * customer.created event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description The first message of a (channel, external id) created a customer. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["customerCreatedEvent"];
         delete?: never;
@@ -1444,7 +1464,7 @@ export interface webhooks {
         put?: never;
         /**
          * customer.updated event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A customer's data changed (`changed` lists the fields). `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["customerUpdatedEvent"];
         delete?: never;
@@ -1464,7 +1484,7 @@ export interface webhooks {
         put?: never;
         /**
          * export.completed event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A data export finished; `download_url` fetches the file until `expires_at`. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["exportCompletedEvent"];
         delete?: never;
@@ -1484,7 +1504,7 @@ export interface webhooks {
         put?: never;
         /**
          * export.failed event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A data export failed. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["exportFailedEvent"];
         delete?: never;
@@ -1504,7 +1524,7 @@ export interface webhooks {
         put?: never;
         /**
          * report.completed event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A report finished; `download_url` fetches it until `expires_at`. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["reportCompletedEvent"];
         delete?: never;
@@ -1524,7 +1544,7 @@ export interface webhooks {
         put?: never;
         /**
          * report.failed event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A report failed. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["reportFailedEvent"];
         delete?: never;
@@ -1544,7 +1564,7 @@ export interface webhooks {
         put?: never;
         /**
          * replay.completed event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A replay of executions finished or was cancelled. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["replayCompletedEvent"];
         delete?: never;
@@ -2122,6 +2142,14 @@ export interface components {
              * @example 2026-11-22T10:00:00.000Z
              */
             updated_at: string;
+        };
+        WebhookEventType: {
+            type: components["schemas"]["EventType"];
+            description: string;
+            /** @description JSON Schema (draft 2020-12) of the event `data` */
+            data_schema: {
+                [key: string]: unknown;
+            };
         };
         Webhook: {
             /** @example wh_4eC39HqLyjWDarjtT1zd */
@@ -5085,6 +5113,103 @@ export interface operations {
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that limit's window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When that window resets, in Unix seconds */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWebhookEventTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebhookEventType"][];
+                    };
+                };
+            };
+            /** @description INVALID_REQUEST */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that limit's window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When that window resets, in Unix seconds */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description MISSING_AUTHENTICATION | INVALID_API_KEY | INVALID_TOKEN */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INSUFFICIENT_PERMISSIONS | SCOPE_INSUFFICIENT */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {

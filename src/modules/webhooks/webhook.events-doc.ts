@@ -128,6 +128,46 @@ export const EVENT_DATA_SCHEMAS: Record<EventType, z.ZodType> = {
   'replay.completed': ReplayCompletedEventData,
 };
 
+/** What each event type means: the catalog's and the OpenAPI `webhooks` entries' descriptions. */
+export const EVENT_DESCRIPTIONS: Record<EventType, string> = {
+  'workflow.started': 'An execution of a workflow was created.',
+  'workflow.completed': 'An execution finished, with success or failure (`status`).',
+  'workflow.failed': 'An execution failed; sent after its workflow.completed.',
+  'message.received': 'A customer message was accepted on a channel.',
+  'message.sent': 'A message node of a workflow sent text to a customer.',
+  'trigger.activated': 'A trigger fired and started (or resumed) a workflow.',
+  'customer.created': 'The first message of a (channel, external id) created a customer.',
+  'customer.updated': "A customer's data changed (`changed` lists the fields).",
+  'export.completed': 'A data export finished; `download_url` fetches the file until `expires_at`.',
+  'export.failed': 'A data export failed.',
+  'report.completed': 'A report finished; `download_url` fetches it until `expires_at`.',
+  'report.failed': 'A report failed.',
+  'replay.completed': 'A replay of executions finished or was cancelled.',
+};
+
+export interface EventCatalogEntry {
+  type: EventType;
+  description: string;
+  /** JSON Schema (draft 2020-12) of the event's `data`. */
+  data_schema: Record<string, unknown>;
+}
+
+let catalog: EventCatalogEntry[] | undefined;
+
+/**
+ * GET /v1/webhooks/event-types: every event type with its description and the JSON Schema
+ * of its `data`, converted from EVENT_DATA_SCHEMAS, the schemas the OpenAPI `webhooks`
+ * entries use, so the two cannot drift. Input mode: the schemas say which fields are
+ * there, and leave room for fields added later (no `additionalProperties: false`).
+ */
+export function eventCatalog(): EventCatalogEntry[] {
+  return (catalog ??= EVENT_TYPES.map((type) => ({
+    type,
+    description: EVENT_DESCRIPTIONS[type],
+    data_schema: z.toJSONSchema(EVENT_DATA_SCHEMAS[type], { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>,
+  })));
+}
+
 const metadata = z
   .object({
     webhook_id: z.string(),
@@ -170,7 +210,7 @@ export function registerWebhookEventDocs(registry: OpenAPIRegistry): void {
       // e.g. workflowCompletedEvent: generators name the payload type after it.
       operationId: `${type.replace(/\.(\w)/g, (_, c: string) => c.toUpperCase())}Event`,
       summary: `${type} event delivered to subscribed webhooks`,
-      description: HEADERS_DOC,
+      description: `${EVENT_DESCRIPTIONS[type]} ${HEADERS_DOC}`,
       tags: ['Webhook events'],
       request: { body: { content: { 'application/json': { schema: envelope(type) } }, required: true } },
       responses: { 200: { description: 'Any 2xx acknowledges the delivery' } },

@@ -7,6 +7,7 @@ import type { Services } from '../../services';
 import type { Webhook, WebhookLog } from './webhook.entity';
 import {
   classifyWebhookIssue,
+  EventCatalogOut,
   RedeliveryOut,
   RotateSecretIn,
   RotateSecretOut,
@@ -23,6 +24,7 @@ import {
   WebhookTestOut,
   WebhookUpdate,
 } from './webhook.schemas';
+import { eventCatalog } from './webhook.events-doc';
 import { WebhookSender } from './webhook.sender';
 import { WebhookService } from './webhook.service';
 
@@ -101,6 +103,21 @@ export function webhookRoutes(services: Services): AnyRoute[] {
         const { page, limit, ...filter } = query;
         const { items, total } = await svc().list(credential.organizationId, filter, { page, limit });
         return paginate(items.map(toWebhookListItem), { page, limit }, total);
+      },
+    }),
+    // Before /v1/webhooks/{webhook_id}: the first matching route answers.
+    defineRoute({
+      method: 'get',
+      path: '/v1/webhooks/event-types',
+      operationId: 'listWebhookEventTypes',
+      summary: 'The event catalog: every event type, its description and the JSON Schema of its data',
+      description: 'Generated from the schemas of the OpenAPI `webhooks` entries. Not paginated.',
+      tag,
+      scope: 'webhooks:read',
+      limits: ['resource_read'],
+      response: z.object({ data: z.array(EventCatalogOut) }),
+      async handler() {
+        return { data: eventCatalog() };
       },
     }),
     defineRoute({

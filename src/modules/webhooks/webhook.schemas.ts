@@ -96,6 +96,14 @@ export const RotateSecretOut = z
   })
   .openapi('WebhookSecretRotation');
 
+export const EventCatalogOut = z
+  .object({
+    type: EventTypeEnum,
+    description: z.string(),
+    data_schema: z.record(z.string(), z.unknown()).openapi({ description: 'JSON Schema (draft 2020-12) of the event `data`' }),
+  })
+  .openapi('WebhookEventType');
+
 export const WebhookListQuery = z.strictObject({
   ...paginationQuery,
   active: queryBoolean.optional(),
