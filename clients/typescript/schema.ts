@@ -1324,7 +1324,7 @@ export interface webhooks {
         put?: never;
         /**
          * workflow.started event delivered to subscribed webhooks
-         * @description An execution of a workflow was created. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description An execution of a workflow was created. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["workflowStartedEvent"];
         delete?: never;
@@ -1344,7 +1344,7 @@ export interface webhooks {
         put?: never;
         /**
          * workflow.completed event delivered to subscribed webhooks
-         * @description An execution finished, with success or failure (`status`). `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description An execution finished, with success or failure (`status`). `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["workflowCompletedEvent"];
         delete?: never;
@@ -1364,7 +1364,7 @@ export interface webhooks {
         put?: never;
         /**
          * workflow.failed event delivered to subscribed webhooks
-         * @description An execution failed; sent after its workflow.completed. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description An execution failed; sent after its workflow.completed. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["workflowFailedEvent"];
         delete?: never;
@@ -1384,7 +1384,7 @@ export interface webhooks {
         put?: never;
         /**
          * message.received event delivered to subscribed webhooks
-         * @description A customer message was accepted on a channel. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A customer message was accepted on a channel. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["messageReceivedEvent"];
         delete?: never;
@@ -1404,7 +1404,7 @@ export interface webhooks {
         put?: never;
         /**
          * message.sent event delivered to subscribed webhooks
-         * @description A message node of a workflow sent text to a customer. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A message node of a workflow sent text to a customer. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["messageSentEvent"];
         delete?: never;
@@ -1424,7 +1424,7 @@ export interface webhooks {
         put?: never;
         /**
          * trigger.activated event delivered to subscribed webhooks
-         * @description A trigger fired and started (or resumed) a workflow. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A trigger fired and started (or resumed) a workflow. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["triggerActivatedEvent"];
         delete?: never;
@@ -1444,7 +1444,7 @@ export interface webhooks {
         put?: never;
         /**
          * customer.created event delivered to subscribed webhooks
-         * @description The first message of a (channel, external id) created a customer. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description The first message of a (channel, external id) created a customer. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["customerCreatedEvent"];
         delete?: never;
@@ -1464,7 +1464,7 @@ export interface webhooks {
         put?: never;
         /**
          * customer.updated event delivered to subscribed webhooks
-         * @description A customer's data changed (`changed` lists the fields). `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A customer's data changed (`changed` lists the fields). `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["customerUpdatedEvent"];
         delete?: never;
@@ -1484,7 +1484,7 @@ export interface webhooks {
         put?: never;
         /**
          * export.completed event delivered to subscribed webhooks
-         * @description A data export finished; `download_url` fetches the file until `expires_at`. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A data export finished; `download_url` fetches the file until `expires_at`. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["exportCompletedEvent"];
         delete?: never;
@@ -1504,7 +1504,7 @@ export interface webhooks {
         put?: never;
         /**
          * export.failed event delivered to subscribed webhooks
-         * @description A data export failed. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A data export failed. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["exportFailedEvent"];
         delete?: never;
@@ -1524,7 +1524,7 @@ export interface webhooks {
         put?: never;
         /**
          * report.completed event delivered to subscribed webhooks
-         * @description A report finished; `download_url` fetches it until `expires_at`. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A report finished; `download_url` fetches it until `expires_at`. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["reportCompletedEvent"];
         delete?: never;
@@ -1544,7 +1544,7 @@ export interface webhooks {
         put?: never;
         /**
          * report.failed event delivered to subscribed webhooks
-         * @description A report failed. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A report failed. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["reportFailedEvent"];
         delete?: never;
@@ -1564,9 +1564,29 @@ export interface webhooks {
         put?: never;
         /**
          * replay.completed event delivered to subscribed webhooks
-         * @description A replay of executions finished or was cancelled. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A replay of executions finished or was cancelled. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["replayCompletedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.disabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * webhook.disabled event delivered to subscribed webhooks
+         * @description Delivery switched off another webhook of the organization (410, or every attempt failed for too long); re-activate it with PUT {active: true} (what it missed is not replayed). `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         */
+        post: operations["webhookDisabledEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1784,6 +1804,22 @@ export interface components {
             timestamp: string;
             data: components["schemas"]["ReplayCompletedEventData"];
             metadata: components["schemas"]["WebhookEventMetadata"];
+        } | {
+            /**
+             * @description Event id: the idempotency key, the same on every retry and redelivery
+             * @example evt_4eC39HqLyjWDarjtT1zd
+             */
+            id: string;
+            /** @enum {string} */
+            type: "webhook.disabled";
+            /**
+             * Format: date-time
+             * @description When the event happened (ISO 8601, UTC)
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            timestamp: string;
+            data: components["schemas"]["WebhookDisabledEventData"];
+            metadata: components["schemas"]["WebhookEventMetadata"];
         };
         WorkflowEventData: {
             workflow_id: string;
@@ -1901,6 +1937,22 @@ export interface components {
             started: number;
             skipped: number;
             failed: number;
+        };
+        WebhookDisabledEventData: {
+            /** @description The webhook that was switched off */
+            webhook_id: string;
+            name: string;
+            url: string;
+            /**
+             * @description gone: it answered 410; persistent_failure: every attempt failed for WEBHOOK_DISABLE_AFTER_HOURS
+             * @enum {string}
+             */
+            reason: "gone" | "persistent_failure";
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            disabled_at: string;
         };
         Me: {
             /** @enum {string} */
@@ -2086,6 +2138,17 @@ export interface components {
             events: components["schemas"]["EventType"][];
             active: boolean;
             /**
+             * @description Extension: why delivery switched the webhook off (gone: a 410; persistent_failure); null when active or switched off by a client
+             * @enum {string|null}
+             */
+            disabled_reason: "gone" | "persistent_failure" | null;
+            /**
+             * Format: date-time
+             * @description Extension: when delivery switched it off
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            disabled_at: string | null;
+            /**
              * Format: date-time
              * @example 2026-11-22T10:00:00.000Z
              */
@@ -2098,7 +2161,7 @@ export interface components {
             secret: string;
         };
         /** @enum {string} */
-        EventType: "workflow.started" | "workflow.completed" | "workflow.failed" | "message.received" | "message.sent" | "trigger.activated" | "customer.created" | "customer.updated" | "export.completed" | "export.failed" | "report.completed" | "report.failed" | "replay.completed";
+        EventType: "workflow.started" | "workflow.completed" | "workflow.failed" | "message.received" | "message.sent" | "trigger.activated" | "customer.created" | "customer.updated" | "export.completed" | "export.failed" | "report.completed" | "report.failed" | "replay.completed" | "webhook.disabled";
         WebhookCreate: {
             /** @description Defaults to the URL host */
             name?: string;
@@ -2133,6 +2196,17 @@ export interface components {
             events: components["schemas"]["EventType"][];
             active: boolean;
             /**
+             * @description Extension: why delivery switched the webhook off (gone: a 410; persistent_failure); null when active or switched off by a client
+             * @enum {string|null}
+             */
+            disabled_reason: "gone" | "persistent_failure" | null;
+            /**
+             * Format: date-time
+             * @description Extension: when delivery switched it off
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            disabled_at: string | null;
+            /**
              * Format: date-time
              * @example 2026-11-22T10:00:00.000Z
              */
@@ -2158,6 +2232,17 @@ export interface components {
             url: string;
             events: components["schemas"]["EventType"][];
             active: boolean;
+            /**
+             * @description Extension: why delivery switched the webhook off (gone: a 410; persistent_failure); null when active or switched off by a client
+             * @enum {string|null}
+             */
+            disabled_reason: "gone" | "persistent_failure" | null;
+            /**
+             * Format: date-time
+             * @description Extension: when delivery switched it off
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            disabled_at: string | null;
             /**
              * Format: date-time
              * @example 2026-11-22T10:00:00.000Z
@@ -16426,6 +16511,44 @@ export interface operations {
                      */
                     timestamp: string;
                     data: components["schemas"]["ReplayCompletedEventData"];
+                    metadata: components["schemas"]["WebhookEventMetadata"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookDisabledEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Event id: the idempotency key, the same on every retry and redelivery
+                     * @example evt_4eC39HqLyjWDarjtT1zd
+                     */
+                    id: string;
+                    /** @enum {string} */
+                    type: "webhook.disabled";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened (ISO 8601, UTC)
+                     * @example 2026-11-22T10:00:00.000Z
+                     */
+                    timestamp: string;
+                    data: components["schemas"]["WebhookDisabledEventData"];
                     metadata: components["schemas"]["WebhookEventMetadata"];
                 };
             };

@@ -8,6 +8,7 @@ import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { Timestamp } from '../../http/openapi';
 import { z } from '../../http/zod';
 import { EVENT_TYPES, type EventType } from '../events/event.entity';
+import { WEBHOOK_DISABLED_REASONS } from './webhook.entity';
 
 const Channel = z.string().openapi({ example: 'whatsapp' });
 
@@ -112,6 +113,16 @@ const ReplayCompletedEventData = z
   })
   .openapi('ReplayCompletedEventData');
 
+const WebhookDisabledEventData = z
+  .object({
+    webhook_id: z.string().openapi({ description: 'The webhook that was switched off' }),
+    name: z.string(),
+    url: z.string(),
+    reason: z.enum(WEBHOOK_DISABLED_REASONS).openapi({ description: 'gone: it answered 410; persistent_failure: every attempt failed for WEBHOOK_DISABLE_AFTER_HOURS' }),
+    disabled_at: Timestamp,
+  })
+  .openapi('WebhookDisabledEventData');
+
 export const EVENT_DATA_SCHEMAS: Record<EventType, z.ZodType> = {
   'workflow.started': WorkflowEventData,
   'workflow.completed': WorkflowEventData,
@@ -126,6 +137,7 @@ export const EVENT_DATA_SCHEMAS: Record<EventType, z.ZodType> = {
   'report.completed': ReportEventData,
   'report.failed': ReportEventData,
   'replay.completed': ReplayCompletedEventData,
+  'webhook.disabled': WebhookDisabledEventData,
 };
 
 /** What each event type means: the catalog's and the OpenAPI `webhooks` entries' descriptions. */
@@ -143,6 +155,8 @@ export const EVENT_DESCRIPTIONS: Record<EventType, string> = {
   'report.completed': 'A report finished; `download_url` fetches it until `expires_at`.',
   'report.failed': 'A report failed.',
   'replay.completed': 'A replay of executions finished or was cancelled.',
+  'webhook.disabled':
+    "Delivery switched off another webhook of the organization (410, or every attempt failed for too long); re-activate it with PUT {active: true} (what it missed is not replayed).",
 };
 
 export interface EventCatalogEntry {
@@ -197,7 +211,7 @@ const HEADERS_DOC = [
   '`webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`).',
   'For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous),',
   '`X-Service-Signature` the new secret\'s and `X-Service-Signature-Previous` the previous secret\'s.',
-  'Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook;',
+  'Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS);',
   '408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.',
 ].join(' ');
 

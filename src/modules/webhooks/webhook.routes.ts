@@ -35,6 +35,8 @@ export function toWebhookListItem(h: Webhook): z.output<typeof WebhookListItemOu
     url: h.url,
     events: h.events,
     active: h.active,
+    disabled_reason: h.disabledReason,
+    disabled_at: h.disabledAt?.toISOString() ?? null,
     created_at: h.createdAt.toISOString(),
     updated_at: h.updatedAt.toISOString(),
   };

@@ -10,7 +10,7 @@ import { isoDateTime, queryBoolean, type IssueClassifier } from '../../http/vali
 import { Timestamp } from '../../http/openapi';
 import { z } from '../../http/zod';
 import { EVENT_TYPES } from '../events/event.entity';
-import { DEFAULT_MAX_RETRIES, DEFAULT_RETRY_DELAY_MS, WEBHOOK_LOG_STATUSES } from './webhook.entity';
+import { DEFAULT_MAX_RETRIES, DEFAULT_RETRY_DELAY_MS, WEBHOOK_DISABLED_REASONS, WEBHOOK_LOG_STATUSES } from './webhook.entity';
 
 export const EventTypeEnum = z.enum(EVENT_TYPES).openapi('EventType');
 
@@ -71,6 +71,10 @@ const webhookBase = {
   url: z.string(),
   events: z.array(EventTypeEnum),
   active: z.boolean(),
+  disabled_reason: z.enum(WEBHOOK_DISABLED_REASONS).nullable().openapi({
+    description: 'Extension: why delivery switched the webhook off (gone: a 410; persistent_failure); null when active or switched off by a client',
+  }),
+  disabled_at: Timestamp.nullable().openapi({ description: 'Extension: when delivery switched it off' }),
   created_at: Timestamp,
   updated_at: Timestamp,
 };

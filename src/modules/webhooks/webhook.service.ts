@@ -92,7 +92,10 @@ export class WebhookService {
     }
     if (input.active !== undefined && input.active !== hook.active) {
       hook.active = input.active;
-      hook.deactivatedReason = null;
+      hook.disabledReason = null;
+      hook.disabledAt = null;
+      // Failures before the re-activation must not disable it again at its first failure.
+      if (input.active) hook.failuresCountedFrom = new Date();
     }
     hook.updatedAt = new Date();
     await this.em.flush();
