@@ -80,6 +80,14 @@ const envSchema = z.object({
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
   /** PEM file of extra CAs trusted for webhook targets (beside the system roots): test receivers, private PKI. */
   WEBHOOK_EXTRA_CA_FILE: z.string().min(1).optional(),
+  /** After a secret rotation, how long the replaced secret keeps signing beside the new one (fractions allowed: tests, staging). */
+  WEBHOOK_SECRET_OVERLAP_HOURS: z.coerce.number().min(0).max(24 * 30).default(24),
+  /**
+   * A webhook whose attempts have all failed for this long (fractions allowed), with at
+   * least WEBHOOK_DISABLE_MIN_ATTEMPTS of them, is disabled (`persistent_failure`).
+   */
+  WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().min(0).max(24 * 365).default(72),
+  WEBHOOK_DISABLE_MIN_ATTEMPTS: z.coerce.number().int().min(1).max(1_000_000).default(10),
   /** How often the event dispatcher polls the outbox when no NOTIFY woke it. */
   /** Dispatched events older than this are deleted (hourly); redelivery needs the event. */
   EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),

@@ -146,6 +146,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/event-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The event catalog: every event type, its description and the JSON Schema of its data
+         * @description Generated from the schemas of the OpenAPI `webhooks` entries. Not paginated.
+         */
+        get: operations["listWebhookEventTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/{webhook_id}": {
         parameters: {
             query?: never;
@@ -160,6 +180,26 @@ export interface paths {
         post?: never;
         /** Delete a webhook and its log; deliveries in flight stop */
         delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replace the signing secret; the previous one keeps signing beside it for the overlap
+         * @description Answers the new secret. For WEBHOOK_SECRET_OVERLAP_HOURS (default 24) every delivery carries two `v1,` signatures in `webhook-signature` (new, then previous), `X-Service-Signature` of the new secret and `X-Service-Signature-Previous` of the previous one; after it only the new secret signs. A rotation during an overlap ends that overlap: only the secret being replaced stays valid.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1284,7 +1324,7 @@ export interface webhooks {
         put?: never;
         /**
          * workflow.started event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description An execution of a workflow was created. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["workflowStartedEvent"];
         delete?: never;
@@ -1304,7 +1344,7 @@ export interface webhooks {
         put?: never;
         /**
          * workflow.completed event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description An execution finished, with success or failure (`status`). `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["workflowCompletedEvent"];
         delete?: never;
@@ -1324,7 +1364,7 @@ export interface webhooks {
         put?: never;
         /**
          * workflow.failed event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description An execution failed; sent after its workflow.completed. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["workflowFailedEvent"];
         delete?: never;
@@ -1344,7 +1384,7 @@ export interface webhooks {
         put?: never;
         /**
          * message.received event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A customer message was accepted on a channel. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["messageReceivedEvent"];
         delete?: never;
@@ -1364,7 +1404,7 @@ export interface webhooks {
         put?: never;
         /**
          * message.sent event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A message node of a workflow sent text to a customer. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["messageSentEvent"];
         delete?: never;
@@ -1384,7 +1424,7 @@ export interface webhooks {
         put?: never;
         /**
          * trigger.activated event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A trigger fired and started (or resumed) a workflow. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["triggerActivatedEvent"];
         delete?: never;
@@ -1404,7 +1444,7 @@ export interface webhooks {
         put?: never;
         /**
          * customer.created event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description The first message of a (channel, external id) created a customer. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["customerCreatedEvent"];
         delete?: never;
@@ -1424,7 +1464,7 @@ export interface webhooks {
         put?: never;
         /**
          * customer.updated event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A customer's data changed (`changed` lists the fields). `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["customerUpdatedEvent"];
         delete?: never;
@@ -1444,7 +1484,7 @@ export interface webhooks {
         put?: never;
         /**
          * export.completed event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A data export finished; `download_url` fetches the file until `expires_at`. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["exportCompletedEvent"];
         delete?: never;
@@ -1464,7 +1504,7 @@ export interface webhooks {
         put?: never;
         /**
          * export.failed event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A data export failed. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["exportFailedEvent"];
         delete?: never;
@@ -1484,7 +1524,7 @@ export interface webhooks {
         put?: never;
         /**
          * report.completed event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A report finished; `download_url` fetches it until `expires_at`. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["reportCompletedEvent"];
         delete?: never;
@@ -1504,7 +1544,7 @@ export interface webhooks {
         put?: never;
         /**
          * report.failed event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A report failed. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["reportFailedEvent"];
         delete?: never;
@@ -1524,9 +1564,29 @@ export interface webhooks {
         put?: never;
         /**
          * replay.completed event delivered to subscribed webhooks
-         * @description `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook; 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A replay of executions finished or was cancelled. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["replayCompletedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.disabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * webhook.disabled event delivered to subscribed webhooks
+         * @description Delivery switched off another webhook of the organization (410, or every attempt failed for too long); re-activate it with PUT {active: true} (what it missed is not replayed). `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         */
+        post: operations["webhookDisabledEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1744,6 +1804,22 @@ export interface components {
             timestamp: string;
             data: components["schemas"]["ReplayCompletedEventData"];
             metadata: components["schemas"]["WebhookEventMetadata"];
+        } | {
+            /**
+             * @description Event id: the idempotency key, the same on every retry and redelivery
+             * @example evt_4eC39HqLyjWDarjtT1zd
+             */
+            id: string;
+            /** @enum {string} */
+            type: "webhook.disabled";
+            /**
+             * Format: date-time
+             * @description When the event happened (ISO 8601, UTC)
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            timestamp: string;
+            data: components["schemas"]["WebhookDisabledEventData"];
+            metadata: components["schemas"]["WebhookEventMetadata"];
         };
         WorkflowEventData: {
             workflow_id: string;
@@ -1864,6 +1940,22 @@ export interface components {
             started: number;
             skipped: number;
             failed: number;
+        };
+        WebhookDisabledEventData: {
+            /** @description The webhook that was switched off */
+            webhook_id: string;
+            name: string;
+            url: string;
+            /**
+             * @description gone: it answered 410; persistent_failure: every attempt failed for WEBHOOK_DISABLE_AFTER_HOURS
+             * @enum {string}
+             */
+            reason: "gone" | "persistent_failure";
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            disabled_at: string;
         };
         Me: {
             /** @enum {string} */
@@ -2049,6 +2141,17 @@ export interface components {
             events: components["schemas"]["EventType"][];
             active: boolean;
             /**
+             * @description Extension: why delivery switched the webhook off (gone: a 410; persistent_failure); null when active or switched off by a client
+             * @enum {string|null}
+             */
+            disabled_reason: "gone" | "persistent_failure" | null;
+            /**
+             * Format: date-time
+             * @description Extension: when delivery switched it off
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            disabled_at: string | null;
+            /**
              * Format: date-time
              * @example 2026-11-22T10:00:00.000Z
              */
@@ -2061,7 +2164,7 @@ export interface components {
             secret: string;
         };
         /** @enum {string} */
-        EventType: "workflow.started" | "workflow.completed" | "workflow.failed" | "message.received" | "message.sent" | "trigger.activated" | "customer.created" | "customer.updated" | "export.completed" | "export.failed" | "report.completed" | "report.failed" | "replay.completed";
+        EventType: "workflow.started" | "workflow.completed" | "workflow.failed" | "message.received" | "message.sent" | "trigger.activated" | "customer.created" | "customer.updated" | "export.completed" | "export.failed" | "report.completed" | "report.failed" | "replay.completed" | "webhook.disabled";
         WebhookCreate: {
             /** @description Defaults to the URL host */
             name?: string;
@@ -2096,6 +2199,17 @@ export interface components {
             events: components["schemas"]["EventType"][];
             active: boolean;
             /**
+             * @description Extension: why delivery switched the webhook off (gone: a 410; persistent_failure); null when active or switched off by a client
+             * @enum {string|null}
+             */
+            disabled_reason: "gone" | "persistent_failure" | null;
+            /**
+             * Format: date-time
+             * @description Extension: when delivery switched it off
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            disabled_at: string | null;
+            /**
              * Format: date-time
              * @example 2026-11-22T10:00:00.000Z
              */
@@ -2106,6 +2220,14 @@ export interface components {
              */
             updated_at: string;
         };
+        WebhookEventType: {
+            type: components["schemas"]["EventType"];
+            description: string;
+            /** @description JSON Schema (draft 2020-12) of the event `data` */
+            data_schema: {
+                [key: string]: unknown;
+            };
+        };
         Webhook: {
             /** @example wh_4eC39HqLyjWDarjtT1zd */
             id: string;
@@ -2113,6 +2235,17 @@ export interface components {
             url: string;
             events: components["schemas"]["EventType"][];
             active: boolean;
+            /**
+             * @description Extension: why delivery switched the webhook off (gone: a 410; persistent_failure); null when active or switched off by a client
+             * @enum {string|null}
+             */
+            disabled_reason: "gone" | "persistent_failure" | null;
+            /**
+             * Format: date-time
+             * @description Extension: when delivery switched it off
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            disabled_at: string | null;
             /**
              * Format: date-time
              * @example 2026-11-22T10:00:00.000Z
@@ -2142,6 +2275,21 @@ export interface components {
             retry_policy?: components["schemas"]["WebhookRetryPolicy"];
             /** @description Extension: re-enable a webhook (e.g. after a 410 switched it off) */
             active?: boolean;
+        };
+        WebhookSecretRotation: {
+            webhook_id: string;
+            /** @description The new signing secret */
+            secret: string;
+            /**
+             * Format: date-time
+             * @description Until then every delivery is signed with the new and the previous secret; null when WEBHOOK_SECRET_OVERLAP_HOURS is 0
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            previous_secret_expires_at: string | null;
+        };
+        WebhookRotateSecret: {
+            /** @description Signing secret; 32 random bytes (base64url) are generated when omitted */
+            secret?: string;
         };
         WebhookTestResult: {
             test_id: string;
@@ -5115,6 +5263,103 @@ export interface operations {
             };
         };
     };
+    listWebhookEventTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebhookEventType"][];
+                    };
+                };
+            };
+            /** @description INVALID_REQUEST */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that limit's window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When that window resets, in Unix seconds */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description MISSING_AUTHENTICATION | INVALID_API_KEY | INVALID_TOKEN */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INSUFFICIENT_PERMISSIONS | SCOPE_INSUFFICIENT */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that limit's window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When that window resets, in Unix seconds */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getWebhook: {
         parameters: {
             query?: never;
@@ -5425,6 +5670,164 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that limit's window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When that window resets, in Unix seconds */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays the first response for 24 h */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookRotateSecret"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebhookSecretRotation"];
+                    };
+                };
+            };
+            /** @description INVALID_REQUEST | MISSING_REQUIRED_FIELD */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that limit's window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When that window resets, in Unix seconds */
+                    "X-RateLimit-Reset"?: number;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description MISSING_AUTHENTICATION | INVALID_API_KEY | INVALID_TOKEN */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INSUFFICIENT_PERMISSIONS | SCOPE_INSUFFICIENT */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description WEBHOOK_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED | IDEMPOTENCY_KEY_IN_USE */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -15925,6 +16328,44 @@ export interface operations {
                      */
                     timestamp: string;
                     data: components["schemas"]["ReplayCompletedEventData"];
+                    metadata: components["schemas"]["WebhookEventMetadata"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookDisabledEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Event id: the idempotency key, the same on every retry and redelivery
+                     * @example evt_4eC39HqLyjWDarjtT1zd
+                     */
+                    id: string;
+                    /** @enum {string} */
+                    type: "webhook.disabled";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened (ISO 8601, UTC)
+                     * @example 2026-11-22T10:00:00.000Z
+                     */
+                    timestamp: string;
+                    data: components["schemas"]["WebhookDisabledEventData"];
                     metadata: components["schemas"]["WebhookEventMetadata"];
                 };
             };

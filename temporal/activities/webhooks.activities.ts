@@ -36,6 +36,9 @@ export function createWebhookActivities(deps: { services: Services; sender?: Web
         webhookId: input.webhookId,
         organizationId: input.organizationId,
         attempt,
+      }, {
+        afterMs: deps.services.config.WEBHOOK_DISABLE_AFTER_HOURS * 3_600_000,
+        minAttempts: deps.services.config.WEBHOOK_DISABLE_MIN_ATTEMPTS,
       });
       switch (result.kind) {
         case 'skipped':

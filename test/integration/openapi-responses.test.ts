@@ -204,9 +204,12 @@ const CALLS: Array<[string, () => Promise<unknown>]> = [
     expectStatus(await call('POST', '/v1/webhooks', { body }), 409);
     expectStatus(await call('POST', '/v1/webhooks', { body: { url: 'http://example.com', events: ['workflow.completed'] } }), 400);
     expectStatus(await call('GET', '/v1/webhooks?active=true'), 200);
+    expectStatus(await call('GET', '/v1/webhooks/event-types'), 200);
     expectStatus(await call('GET', `/v1/webhooks/${hook}`), 200);
     expectStatus(await call('PUT', `/v1/webhooks/${hook}`, { body: { retry_policy: { max_retries: 2, retry_delay_ms: 500 } } }), 200);
     expectStatus(await call('POST', `/v1/webhooks/${hook}/test`, { body: { event_type: 'workflow.completed' } }), 200);
+    expectStatus(await call('POST', `/v1/webhooks/${hook}/rotate-secret`, { body: {} }), 200);
+    expectStatus(await call('POST', `/v1/webhooks/${hook}/rotate-secret`, { body: { secret: 'short' } }), 400);
     expectStatus(await call('GET', `/v1/webhooks/${hook}/logs`), 200);
     expectStatus(await call('POST', `/v1/webhooks/${hook}/logs/whlog_missing/redeliver`), 404);
     // A failed delivery of one of the organization's stored events, to redeliver.

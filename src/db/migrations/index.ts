@@ -25,6 +25,8 @@ import { Migration20261129000200_throttled_event_notify } from './Migration20261
 import { Migration20261130000200_message_target_versions } from './Migration20261130000200_message_target_versions';
 import { Migration20261201000100_application_require_jti } from './Migration20261201000100_application_require_jti';
 import { Migration20261201000200_export_generated_at } from './Migration20261201000200_export_generated_at';
+import { Migration20261202000100_webhook_secret_rotation } from './Migration20261202000100_webhook_secret_rotation';
+import { Migration20261202000200_webhook_disabling } from './Migration20261202000200_webhook_disabling';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -50,4 +52,6 @@ export const migrationsList = [
   { name: 'Migration20261130000200_message_target_versions', class: Migration20261130000200_message_target_versions },
   { name: 'Migration20261201000100_application_require_jti', class: Migration20261201000100_application_require_jti },
   { name: 'Migration20261201000200_export_generated_at', class: Migration20261201000200_export_generated_at },
+  { name: 'Migration20261202000100_webhook_secret_rotation', class: Migration20261202000100_webhook_secret_rotation },
+  { name: 'Migration20261202000200_webhook_disabling', class: Migration20261202000200_webhook_disabling },
 ];

@@ -20,6 +20,7 @@ export const EVENT_TYPES = [
   'report.completed',
   'report.failed',
   'replay.completed',
+  'webhook.disabled',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

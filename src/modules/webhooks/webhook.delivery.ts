@@ -1,7 +1,7 @@
 /**
  * Owns one delivery attempt end to end, independent of Temporal: load the webhook and the
  * event, build the payload with `retry_count`, send it, write the attempt's log row at
- * once (so it is visible as soon as the attempt ends), deactivate the webhook on a 410,
+ * once (so it is visible as soon as the attempt ends), disable the webhook on a 410 or after persistent failure,
  * and say whether the attempt was delivered, should be retried, or is final.
  */
 import { type HotPool, hotQuery } from '../../db/hot-query';
@@ -44,6 +44,8 @@ interface AttemptRow {
   organization_id: string;
   url: string;
   secret: string;
+  /** The rotated-out secret while its overlap lasts, else null. */
+  previous_secret: string | null;
   active: boolean;
   event_id: string | null;
   event_type: string | null;
@@ -60,6 +62,7 @@ interface AttemptRow {
 const LOAD_ATTEMPT = {
   name: 'webhook_attempt_load',
   text: `select w.id as webhook_id, w.organization_id, w.url, w.secret, w.active,
+                case when w.previous_secret_expires_at > now() then w.previous_secret end as previous_secret,
                 e.id as event_id, e.type as event_type, e.created_at as event_created_at, e.data as event_data
            from webhooks w left join events e on e.id = $2 and e.organization_id = $3
           where w.id = $1 and w.organization_id = $3`,
@@ -73,14 +76,64 @@ const LOG_VALUES = `$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12`;
 /** The attempt's log row: one autocommitted statement. */
 const INSERT_LOG = { name: 'webhook_attempt_log', text: `insert into webhook_logs (${LOG_COLUMNS}) values (${LOG_VALUES})` };
 
-/** A 410: the log row and the deactivation in one statement, so both commit or neither. */
-const INSERT_LOG_AND_DEACTIVATE = {
+/**
+ * The `webhook.disabled` outbox row of the webhooks a CTE named `disabled` switched off
+ * (the dispatcher sends it to the organization's other webhooks that subscribe to it).
+ */
+const disabledEvent = (eventIdParam: string) => `
+  insert into events (id, organization_id, type, data, created_at)
+  select ${eventIdParam}, organization_id, 'webhook.disabled',
+         jsonb_build_object('webhook_id', id, 'name', name, 'url', url, 'reason', disabled_reason,
+                            'disabled_at', to_char(disabled_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')),
+         disabled_at
+    from disabled`;
+
+/**
+ * A 410: the log row, the deactivation (`gone`) and its `webhook.disabled` event in one
+ * statement, so all commit or none. A webhook already inactive (a concurrent attempt
+ * disabled it) is not disabled twice.
+ */
+const INSERT_LOG_AND_DISABLE_GONE = {
   name: 'webhook_attempt_log_gone',
-  text: `with deactivated as (
-           update webhooks set active = false, deactivated_reason = 'endpoint answered 410 Gone', updated_at = now() where id = $2
-         )
+  text: `with disabled as (
+           update webhooks set active = false, disabled_reason = 'gone', disabled_at = now(), updated_at = now()
+            where id = $2 and active
+           returning id, organization_id, name, url, disabled_reason, disabled_at
+         ), disabled_event as (${disabledEvent('$13')})
          insert into webhook_logs (${LOG_COLUMNS}) values (${LOG_VALUES})`,
 };
+
+/**
+ * After a failed attempt (its log row committed): disable the webhook when every attempt
+ * since its last success (or its re-activation) failed, the first of them at least
+ * $2 seconds ago, and there are at least $3 of them; with its `webhook.disabled` event.
+ * Only failures run it, so deliveries that succeed pay nothing. `and active` in the update
+ * makes concurrent failing attempts disable it once: the later one re-checks the row after
+ * the first commits and finds it inactive.
+ */
+const DISABLE_IF_PERSISTENTLY_FAILING = {
+  name: 'webhook_disable_persistent_failure',
+  text: `with counted as (
+           select greatest(
+                    coalesce((select max(delivered_at) from webhook_logs where webhook_id = $1 and status = 'success'), '-infinity'),
+                    coalesce((select failures_counted_from from webhooks where id = $1), '-infinity')) as after
+         ), streak as (
+           select count(*) as attempts, min(delivered_at) as since
+             from webhook_logs, counted where webhook_id = $1 and delivered_at > counted.after
+         ), disabled as (
+           update webhooks w set active = false, disabled_reason = 'persistent_failure', disabled_at = now(), updated_at = now()
+             from streak
+            where w.id = $1 and w.active and streak.attempts >= $3 and streak.since <= now() - make_interval(secs => $2)
+           returning w.id, w.organization_id, w.name, w.url, w.disabled_reason, w.disabled_at
+         )
+         ${disabledEvent('$4')}`,
+};
+
+/** When delivery disables a webhook whose attempts keep failing (WEBHOOK_DISABLE_AFTER_HOURS, WEBHOOK_DISABLE_MIN_ATTEMPTS). */
+export interface DisablePolicy {
+  afterMs: number;
+  minAttempts: number;
+}
 
 /**
  * One attempt. The reads and the log write are plain statements on the hot pool
@@ -92,6 +145,7 @@ export async function performDeliveryAttempt(
   pool: HotPool,
   sender: WebhookSender,
   input: { eventId: string; webhookId: string; organizationId: string; attempt: number },
+  disablePolicy?: DisablePolicy,
 ): Promise<AttemptResult> {
   const [row] = await hotQuery<AttemptRow>(pool, LOAD_ATTEMPT, [input.webhookId, input.eventId, input.organizationId]);
   if (!row) return { kind: 'skipped', reason: 'webhook deleted' };
@@ -101,7 +155,7 @@ export async function performDeliveryAttempt(
 
   const { attempt } = input;
   const body = JSON.stringify(buildEventPayload(event, row.webhook_id, attempt - 1));
-  const outcome = await sender.send({ url: row.url, secret: row.secret, body, eventId: event.id, attempt });
+  const outcome = await sender.send({ url: row.url, secret: row.secret, previousSecret: row.previous_secret, body, eventId: event.id, attempt });
 
   let result: AttemptResult;
   let responseCode = 0;
@@ -128,7 +182,7 @@ export async function performDeliveryAttempt(
   }
 
   const gone = outcome.answered && classifyAnswer(outcome.status) === 'gone';
-  await hotQuery(pool, gone ? INSERT_LOG_AND_DEACTIVATE : INSERT_LOG, [
+  const logParams = [
     newId('webhookLog'),
     row.webhook_id,
     row.organization_id,
@@ -141,6 +195,11 @@ export async function performDeliveryAttempt(
     new Date().toISOString(),
     errorMessage,
     responseBody,
-  ]);
+  ];
+  if (gone) await hotQuery(pool, INSERT_LOG_AND_DISABLE_GONE, [...logParams, newId('event')]);
+  else await hotQuery(pool, INSERT_LOG, logParams);
+  if (result.kind !== 'delivered' && !gone && disablePolicy) {
+    await hotQuery(pool, DISABLE_IF_PERSISTENTLY_FAILING, [row.webhook_id, disablePolicy.afterMs / 1000, disablePolicy.minAttempts, newId('event')]);
+  }
   return result;
 }

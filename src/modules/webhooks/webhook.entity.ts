@@ -9,8 +9,12 @@ import type { EventType } from '../events/event.entity';
 export const DEFAULT_MAX_RETRIES = 3;
 export const DEFAULT_RETRY_DELAY_MS = 1000;
 
+/** `gone`: the endpoint answered 410; `persistent_failure`: WEBHOOK_DISABLE_AFTER_HOURS of failed attempts only. */
+export const WEBHOOK_DISABLED_REASONS = ['gone', 'persistent_failure'] as const;
+export type WebhookDisabledReason = (typeof WEBHOOK_DISABLED_REASONS)[number];
+
 export class Webhook {
-  [OptionalProps]?: 'active' | 'maxRetries' | 'retryDelayMs' | 'createdAt' | 'updatedAt' | 'deactivatedReason';
+  [OptionalProps]?: 'active' | 'maxRetries' | 'retryDelayMs' | 'createdAt' | 'updatedAt' | 'disabledReason' | 'disabledAt' | 'failuresCountedFrom' | 'previousSecret' | 'previousSecretExpiresAt';
   id!: string;
   organizationId!: string;
   name!: string;
@@ -22,8 +26,14 @@ export class Webhook {
   retryDelayMs: number = DEFAULT_RETRY_DELAY_MS;
   createdAt: Date = new Date();
   updatedAt: Date = new Date();
-  /** Why delivery switched the webhook off (a 410 answer); null when a client did. */
-  deactivatedReason: string | null = null;
+  /** Why delivery switched the webhook off; null when active or when a client did. */
+  disabledReason: WebhookDisabledReason | null = null;
+  disabledAt: Date | null = null;
+  /** Set when a client re-activates the webhook: failures before it no longer count towards disabling. */
+  failuresCountedFrom: Date | null = null;
+  /** The secret the last rotation replaced: it signs beside `secret` until `previousSecretExpiresAt`. */
+  previousSecret: string | null = null;
+  previousSecretExpiresAt: Date | null = null;
 }
 
 export const WebhookSchema = new EntitySchema<Webhook>({
@@ -41,7 +51,11 @@ export const WebhookSchema = new EntitySchema<Webhook>({
     retryDelayMs: { type: 'integer', fieldName: 'retry_delay_ms' },
     createdAt: { type: 'Date', fieldName: 'created_at' },
     updatedAt: { type: 'Date', fieldName: 'updated_at' },
-    deactivatedReason: { type: 'string', fieldName: 'deactivated_reason', nullable: true },
+    disabledReason: { type: 'string', fieldName: 'disabled_reason', nullable: true },
+    disabledAt: { type: 'Date', fieldName: 'disabled_at', nullable: true },
+    failuresCountedFrom: { type: 'Date', fieldName: 'failures_counted_from', nullable: true },
+    previousSecret: { type: 'text', fieldName: 'previous_secret', nullable: true },
+    previousSecretExpiresAt: { type: 'Date', fieldName: 'previous_secret_expires_at', nullable: true },
   },
 });
 

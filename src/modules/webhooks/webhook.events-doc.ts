@@ -8,6 +8,7 @@ import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { Timestamp } from '../../http/openapi';
 import { z } from '../../http/zod';
 import { EVENT_TYPES, type EventType } from '../events/event.entity';
+import { WEBHOOK_DISABLED_REASONS } from './webhook.entity';
 
 const Channel = z.string().openapi({ example: 'whatsapp' });
 
@@ -114,6 +115,16 @@ const ReplayCompletedEventData = z
   })
   .openapi('ReplayCompletedEventData');
 
+const WebhookDisabledEventData = z
+  .object({
+    webhook_id: z.string().openapi({ description: 'The webhook that was switched off' }),
+    name: z.string(),
+    url: z.string(),
+    reason: z.enum(WEBHOOK_DISABLED_REASONS).openapi({ description: 'gone: it answered 410; persistent_failure: every attempt failed for WEBHOOK_DISABLE_AFTER_HOURS' }),
+    disabled_at: Timestamp,
+  })
+  .openapi('WebhookDisabledEventData');
+
 export const EVENT_DATA_SCHEMAS: Record<EventType, z.ZodType> = {
   'workflow.started': WorkflowEventData,
   'workflow.completed': WorkflowEventData,
@@ -128,7 +139,50 @@ export const EVENT_DATA_SCHEMAS: Record<EventType, z.ZodType> = {
   'report.completed': ReportEventData,
   'report.failed': ReportEventData,
   'replay.completed': ReplayCompletedEventData,
+  'webhook.disabled': WebhookDisabledEventData,
 };
+
+/** What each event type means: the catalog's and the OpenAPI `webhooks` entries' descriptions. */
+export const EVENT_DESCRIPTIONS: Record<EventType, string> = {
+  'workflow.started': 'An execution of a workflow was created.',
+  'workflow.completed': 'An execution finished, with success or failure (`status`).',
+  'workflow.failed': 'An execution failed; sent after its workflow.completed.',
+  'message.received': 'A customer message was accepted on a channel.',
+  'message.sent': 'A message node of a workflow sent text to a customer.',
+  'trigger.activated': 'A trigger fired and started (or resumed) a workflow.',
+  'customer.created': 'The first message of a (channel, external id) created a customer.',
+  'customer.updated': "A customer's data changed (`changed` lists the fields).",
+  'export.completed': 'A data export finished; `download_url` fetches the file until `expires_at`.',
+  'export.failed': 'A data export failed.',
+  'report.completed': 'A report finished; `download_url` fetches it until `expires_at`.',
+  'report.failed': 'A report failed.',
+  'replay.completed': 'A replay of executions finished or was cancelled.',
+  'webhook.disabled':
+    "Delivery switched off another webhook of the organization (410, or every attempt failed for too long); re-activate it with PUT {active: true} (what it missed is not replayed).",
+};
+
+export interface EventCatalogEntry {
+  type: EventType;
+  description: string;
+  /** JSON Schema (draft 2020-12) of the event's `data`. */
+  data_schema: Record<string, unknown>;
+}
+
+let catalog: EventCatalogEntry[] | undefined;
+
+/**
+ * GET /v1/webhooks/event-types: every event type with its description and the JSON Schema
+ * of its `data`, converted from EVENT_DATA_SCHEMAS, the schemas the OpenAPI `webhooks`
+ * entries use, so the two cannot drift. Input mode: the schemas say which fields are
+ * there, and leave room for fields added later (no `additionalProperties: false`).
+ */
+export function eventCatalog(): EventCatalogEntry[] {
+  return (catalog ??= EVENT_TYPES.map((type) => ({
+    type,
+    description: EVENT_DESCRIPTIONS[type],
+    data_schema: z.toJSONSchema(EVENT_DATA_SCHEMAS[type], { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>,
+  })));
+}
 
 const metadata = z
   .object({
@@ -157,7 +211,9 @@ const HEADERS_DOC = [
   '`X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...;',
   'Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and',
   '`webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`).',
-  'Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and deactivates the webhook;',
+  'For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous),',
+  '`X-Service-Signature` the new secret\'s and `X-Service-Signature-Previous` the previous secret\'s.',
+  'Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS);',
   '408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.',
 ].join(' ');
 
@@ -170,7 +226,7 @@ export function registerWebhookEventDocs(registry: OpenAPIRegistry): void {
       // e.g. workflowCompletedEvent: generators name the payload type after it.
       operationId: `${type.replace(/\.(\w)/g, (_, c: string) => c.toUpperCase())}Event`,
       summary: `${type} event delivered to subscribed webhooks`,
-      description: HEADERS_DOC,
+      description: `${EVENT_DESCRIPTIONS[type]} ${HEADERS_DOC}`,
       tags: ['Webhook events'],
       request: { body: { content: { 'application/json': { schema: envelope(type) } }, required: true } },
       responses: { 200: { description: 'Any 2xx acknowledges the delivery' } },

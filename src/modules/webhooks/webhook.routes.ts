@@ -7,7 +7,10 @@ import type { Services } from '../../services';
 import type { Webhook, WebhookLog } from './webhook.entity';
 import {
   classifyWebhookIssue,
+  EventCatalogOut,
   RedeliveryOut,
+  RotateSecretIn,
+  RotateSecretOut,
   WebhookCreatedOut,
   WebhookIdParams,
   WebhookIn,
@@ -21,6 +24,7 @@ import {
   WebhookTestOut,
   WebhookUpdate,
 } from './webhook.schemas';
+import { eventCatalog } from './webhook.events-doc';
 import { WebhookSender } from './webhook.sender';
 import { WebhookService } from './webhook.service';
 
@@ -31,6 +35,8 @@ export function toWebhookListItem(h: Webhook): z.output<typeof WebhookListItemOu
     url: h.url,
     events: h.events,
     active: h.active,
+    disabled_reason: h.disabledReason,
+    disabled_at: h.disabledAt?.toISOString() ?? null,
     created_at: h.createdAt.toISOString(),
     updated_at: h.updatedAt.toISOString(),
   };
@@ -101,6 +107,21 @@ export function webhookRoutes(services: Services): AnyRoute[] {
         return paginate(items.map(toWebhookListItem), { page, limit }, total);
       },
     }),
+    // Before /v1/webhooks/{webhook_id}: the first matching route answers.
+    defineRoute({
+      method: 'get',
+      path: '/v1/webhooks/event-types',
+      operationId: 'listWebhookEventTypes',
+      summary: 'The event catalog: every event type, its description and the JSON Schema of its data',
+      description: 'Generated from the schemas of the OpenAPI `webhooks` entries. Not paginated.',
+      tag,
+      scope: 'webhooks:read',
+      limits: ['resource_read'],
+      response: z.object({ data: z.array(EventCatalogOut) }),
+      async handler() {
+        return { data: eventCatalog() };
+      },
+    }),
     defineRoute({
       method: 'get',
       path: '/v1/webhooks/{webhook_id}',
@@ -147,6 +168,31 @@ export function webhookRoutes(services: Services): AnyRoute[] {
       async handler({ params, credential }) {
         await svc().delete(credential.organizationId, params.webhook_id);
         return { message: `Webhook ${params.webhook_id} deleted` };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/webhooks/{webhook_id}/rotate-secret',
+      operationId: 'rotateWebhookSecret',
+      summary: 'Replace the signing secret; the previous one keeps signing beside it for the overlap',
+      description:
+        'Answers the new secret. For WEBHOOK_SECRET_OVERLAP_HOURS (default 24) every delivery carries two `v1,` signatures in ' +
+        '`webhook-signature` (new, then previous), `X-Service-Signature` of the new secret and `X-Service-Signature-Previous` of ' +
+        'the previous one; after it only the new secret signs. A rotation during an overlap ends that overlap: only the secret ' +
+        'being replaced stays valid.',
+      tag,
+      scope: 'webhooks:write',
+      limits: ['resource_write'],
+      params: WebhookIdParams,
+      body: RotateSecretIn,
+      classify: classifyWebhookIssue,
+      response: z.object({ data: RotateSecretOut }),
+      errors: [NOT_FOUND],
+      async handler({ params, body, credential }) {
+        const hook = await svc().rotateSecret(credential.organizationId, params.webhook_id, body.secret);
+        return {
+          data: { webhook_id: hook.id, secret: hook.secret, previous_secret_expires_at: hook.previousSecretExpiresAt?.toISOString() ?? null },
+        };
       },
     }),
     defineRoute({

@@ -10,7 +10,7 @@ import { isoDateTime, queryBoolean, type IssueClassifier } from '../../http/vali
 import { Timestamp } from '../../http/openapi';
 import { z } from '../../http/zod';
 import { EVENT_TYPES } from '../events/event.entity';
-import { DEFAULT_MAX_RETRIES, DEFAULT_RETRY_DELAY_MS, WEBHOOK_LOG_STATUSES } from './webhook.entity';
+import { DEFAULT_MAX_RETRIES, DEFAULT_RETRY_DELAY_MS, WEBHOOK_DISABLED_REASONS, WEBHOOK_LOG_STATUSES } from './webhook.entity';
 
 export const EventTypeEnum = z.enum(EVENT_TYPES).openapi('EventType');
 
@@ -35,18 +35,20 @@ export const RetryPolicy = z
     description: 'Retries after the first attempt; the delay before retry n is min(retry_delay_ms × 2^(n−1), 30000) ms',
   });
 
+const secret = z
+  .string()
+  .min(SECRET_MIN)
+  .max(SECRET_MAX)
+  .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
+  .optional()
+  .openapi({ description: 'Signing secret; 32 random bytes (base64url) are generated when omitted' });
+
 export const WebhookIn = z
   .strictObject({
     name: name.optional().openapi({ description: 'Defaults to the URL host' }),
     url: z.string().max(URL_MAX).openapi({ example: 'https://example.com/hooks/wfa' }),
     events,
-    secret: z
-      .string()
-      .min(SECRET_MIN)
-      .max(SECRET_MAX)
-      .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
-      .optional()
-      .openapi({ description: 'Signing secret; 32 random bytes (base64url) are generated when omitted' }),
+    secret,
     active: z.boolean().default(true),
     retry_policy: RetryPolicy.optional(),
   })
@@ -69,6 +71,10 @@ const webhookBase = {
   url: z.string(),
   events: z.array(EventTypeEnum),
   active: z.boolean(),
+  disabled_reason: z.enum(WEBHOOK_DISABLED_REASONS).nullable().openapi({
+    description: 'Extension: why delivery switched the webhook off (gone: a 410; persistent_failure); null when active or switched off by a client',
+  }),
+  disabled_at: Timestamp.nullable().openapi({ description: 'Extension: when delivery switched it off' }),
   created_at: Timestamp,
   updated_at: Timestamp,
 };
@@ -81,6 +87,26 @@ export const WebhookOut = z
     retry_policy: z.object({ max_retries: z.number().int(), retry_delay_ms: z.number().int() }),
   })
   .openapi('Webhook');
+
+export const RotateSecretIn = z.strictObject({ secret }).openapi('WebhookRotateSecret');
+
+export const RotateSecretOut = z
+  .object({
+    webhook_id: z.string(),
+    secret: z.string().openapi({ description: 'The new signing secret' }),
+    previous_secret_expires_at: Timestamp.nullable().openapi({
+      description: 'Until then every delivery is signed with the new and the previous secret; null when WEBHOOK_SECRET_OVERLAP_HOURS is 0',
+    }),
+  })
+  .openapi('WebhookSecretRotation');
+
+export const EventCatalogOut = z
+  .object({
+    type: EventTypeEnum,
+    description: z.string(),
+    data_schema: z.record(z.string(), z.unknown()).openapi({ description: 'JSON Schema (draft 2020-12) of the event `data`' }),
+  })
+  .openapi('WebhookEventType');
 
 export const WebhookListQuery = z.strictObject({
   ...paginationQuery,

@@ -74,7 +74,7 @@ export class WebhookSender {
     });
   }
 
-  async send(input: { url: string; secret: string; body: string; eventId: string; attempt: number }): Promise<SendOutcome> {
+  async send(input: { url: string; secret: string; previousSecret?: string | null; body: string; eventId: string; attempt: number }): Promise<SendOutcome> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     const url = new URL(input.url);
@@ -88,7 +88,7 @@ export class WebhookSender {
     try {
       res = await request(url, {
         method: 'POST',
-        headers: deliveryHeaders({ secret: input.secret, eventId: input.eventId, attempt: input.attempt, body: input.body }),
+        headers: deliveryHeaders({ secret: input.secret, previousSecret: input.previousSecret, eventId: input.eventId, attempt: input.attempt, body: input.body }),
         body: input.body,
         dispatcher: this.agent,
         signal,

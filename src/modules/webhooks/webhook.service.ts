@@ -92,11 +92,35 @@ export class WebhookService {
     }
     if (input.active !== undefined && input.active !== hook.active) {
       hook.active = input.active;
-      hook.deactivatedReason = null;
+      hook.disabledReason = null;
+      hook.disabledAt = null;
+      // Failures before the re-activation must not disable it again at its first failure.
+      if (input.active) hook.failuresCountedFrom = new Date();
     }
     hook.updatedAt = new Date();
     await this.em.flush();
     return hook;
+  }
+
+  /**
+   * A new signing secret (given or generated). The replaced one keeps signing beside it for
+   * WEBHOOK_SECRET_OVERLAP_HOURS, so deliveries in flight and receivers not yet updated still
+   * verify; a second rotation within the overlap drops the older secret at once.
+   */
+  async rotateSecret(organizationId: string, id: string, secret: string | undefined): Promise<Webhook> {
+    const hook = await this.get(organizationId, id);
+    const overlapMs = this.services.config.WEBHOOK_SECRET_OVERLAP_HOURS * 3_600_000;
+    hook.previousSecret = overlapMs > 0 ? hook.secret : null;
+    hook.previousSecretExpiresAt = overlapMs > 0 ? new Date(Date.now() + overlapMs) : null;
+    hook.secret = secret ?? generateSecret();
+    hook.updatedAt = new Date();
+    await this.em.flush();
+    return hook;
+  }
+
+  /** The rotated-out secret while its overlap lasts. */
+  private previousSecretOf(hook: Webhook): string | null {
+    return hook.previousSecret && hook.previousSecretExpiresAt && hook.previousSecretExpiresAt > new Date() ? hook.previousSecret : null;
   }
 
   async delete(organizationId: string, id: string): Promise<void> {
@@ -110,7 +134,7 @@ export class WebhookService {
     const testId = newId('event');
     const testedAt = new Date();
     const body = JSON.stringify(buildEventPayload({ id: testId, type: input.event_type, createdAt: testedAt, data: input.test_data }, hook.id, 0));
-    const outcome = await this.sender().send({ url: hook.url, secret: hook.secret, body, eventId: testId, attempt: 1 });
+    const outcome = await this.sender().send({ url: hook.url, secret: hook.secret, previousSecret: this.previousSecretOf(hook), body, eventId: testId, attempt: 1 });
     const delivered = outcome.answered && classifyAnswer(outcome.status) === 'delivered';
     return {
       test_id: testId,
