@@ -53,6 +53,7 @@ import {
   validateFormReply,
 } from '../executions.shared';
 import { ACTIVITY_DECIDES_RETRY, FailureTypes } from '../failure-types';
+import { summaryLine, withSummary } from '../summaries.shared';
 
 const NON_RETRYABLE = [ExecutionErrorTypes.validation, ExecutionErrorTypes.api, ExecutionErrorTypes.notRunning];
 
@@ -216,7 +217,7 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
   const awaitReply = async (node: FormNodeSpec, field: string, attempt: number, timeoutMs: number): Promise<boolean> => {
     if (await condition(() => replies.length > 0, timeoutMs)) return true;
     // The reply may have claimed the wait in PostgreSQL with its signal still on the way.
-    const late = await nodeActs.closeFormWait({ ctx, nodeId: node.id, field, attempt });
+    const late = await withSummary(nodeActs.closeFormWait, `node ${node.id} · form · ${field} · close wait`, { ctx, nodeId: node.id, field, attempt });
     if (late.reply && !seenReplies.has(late.reply.messageId)) {
       seenReplies.add(late.reply.messageId);
       replies.push(late.reply);
@@ -230,7 +231,13 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
     for (const field of node.fields) {
       let prompt = field.label;
       for (let attempt = 1; ; attempt++) {
-        await nodeActs.sendFormPrompt({ ctx, nodeId: node.id, field: field.name, attempt, text: prompt });
+        await withSummary(nodeActs.sendFormPrompt, summaryLine(`node ${node.id}`, 'form', field.name, attempt > 1 && `attempt ${attempt}`), {
+          ctx,
+          nodeId: node.id,
+          field: field.name,
+          attempt,
+          text: prompt,
+        });
         progress.waitingForInput = true;
         // A dry run never waits: it has the recorded replies or nothing.
         const got = mode.kind === 'dry_run' ? replies.length > 0 : await awaitReply(node, field.name, attempt, timeoutMs);
@@ -250,13 +257,13 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
         prompt = `${checked.problem}. ${field.label}`;
       }
     }
-    await nodeActs.recordFormStep({ ctx, node, startedAt, answers });
+    await withSummary(nodeActs.recordFormStep, `node ${node.id} · form · record answers`, { ctx, node, startedAt, answers });
     formData[node.id] = answers;
   };
 
   const finish = (result: ExecutionWorkflowResult, failedStep?: { node: ExecutionNodeSpec; startedAt: number }) =>
     CancellationScope.nonCancellable(() =>
-      finishActs.completeExecution({
+      withSummary(finishActs.completeExecution, `complete · ${result.status}`, {
         ctx,
         completion: {
           status: result.status,
@@ -295,7 +302,7 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
     const last = run[run.length - 1]!;
     let result: MessageRunResult;
     try {
-      result = await messageRunActivities(run.length, prefix).runMessageRun({
+      result = await withSummary(messageRunActivities(run.length, prefix).runMessageRun, `nodes ${run.map((n) => n.id).join(', ')} · message`, {
         ctx,
         nodes: run,
         startedAt,
@@ -336,9 +343,11 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
         if (current.type === 'message') {
           // Version 2 runs never consult the patch: they get here only for a node a run stopped at.
           const acts = messageRuns || patched(MESSAGE_NODES_LOCAL) ? localNodeActs : nodeActs;
-          lastResponse = (await acts.runMessageNode({ ctx, node: current, startedAt })).message_sent;
+          lastResponse = (await withSummary(acts.runMessageNode, `node ${current.id} · message`, { ctx, node: current, startedAt })).message_sent;
         } else if (current.type === 'ai_response') {
-          lastResponse = (await aiActs.runAiResponseNode({ ctx, node: current, startedAt, question: lastCustomerText })).response;
+          lastResponse = (
+            await withSummary(aiActs.runAiResponseNode, `node ${current.id} · ai_response · ${current.knowledge_base}`, { ctx, node: current, startedAt, question: lastCustomerText })
+          ).response;
         } else {
           await collectForm(current, startedAt);
         }

@@ -1,7 +1,10 @@
 /**
  * What an operator sees in Temporal: the execution id is the workflow id, the custom search
- * attributes find it, and the memo names the workflow.
+ * attributes find it, the memo names the workflow, the run's summary and details say what it
+ * is (customer id masked), and its activities say what they do.
  */
+import { defaultPayloadConverter } from '@temporalio/common';
+import type { temporal } from '@temporalio/proto';
 import { SearchAttributeKeys } from '../../temporal/shared';
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
@@ -66,5 +69,47 @@ describe('executions in the Temporal UI', () => {
       );
       expect(found).toContain(executionId);
     }
+  });
+
+  /** The activity summaries of a run's history, in order. */
+  async function activitySummaries(executionId: string): Promise<string[]> {
+    const history = await t.services.temporal.client.workflow.getHandle(executionId).fetchHistory();
+    return (history.events ?? [])
+      .filter((e: temporal.api.history.v1.IHistoryEvent) => e.activityTaskScheduledEventAttributes && e.userMetadata?.summary)
+      .map((e: temporal.api.history.v1.IHistoryEvent) => defaultPayloadConverter.fromPayload<string>(e.userMetadata!.summary!));
+  }
+
+  it('a form conversation reads as a sentence: summary with the masked customer, details linking to the API, summarized activities', async () => {
+    const workflowId = await createActiveWorkflow(t, key, {
+      name: 'Greeter',
+      channel: 'whatsapp',
+      configuration: {
+        trigger: { type: 'keyword', keywords: ['hello'] },
+        nodes: [
+          { id: 'ask', type: 'form', fields: [{ name: 'email', type: 'email', required: true, label: 'Your email?' }], next: 'hi' },
+          { id: 'hi', type: 'message', content: 'Thanks!' },
+        ],
+      },
+    });
+    const sent = await t.request.post('/v1/messages').set(bearer(key)).send({ channel: 'whatsapp', customer_id: '+15550000001', message: 'hello' });
+    expect(sent.status).toBe(201);
+    const executionId: string = sent.body.data.executions[0].id;
+    const customerId: string = sent.body.data.customer_id;
+    await waitForExecution(t, key, workflowId, executionId, (d) => d.output?.next_action === 'wait_for_input');
+
+    const handle = t.services.temporal.client.workflow.getHandle(executionId);
+    const described = await handle.describe();
+    expect(await described.staticSummary()).toBe('Greeter · whatsapp · …0001 · rev 1');
+    const details = await described.staticDetails();
+    for (const id of [executionId, workflowId, customerId]) expect(details).toContain(id);
+    expect(details).toContain(`(${t.config.BASE_URL}/v1/workflows/${workflowId}/executions/${executionId})`);
+    // Nothing of the customer's number beyond its last 4 digits.
+    expect(`${await described.staticSummary()}${details}`).not.toContain('5550000');
+    expect(await activitySummaries(executionId)).toEqual(['node ask · form · email']);
+
+    await t.request.post('/v1/messages').set(bearer(key)).send({ channel: 'whatsapp', customer_id: '+15550000001', message: 'ada@example.com' });
+    await waitForExecution(t, key, workflowId, executionId, 'success');
+    await handle.result();
+    expect(await activitySummaries(executionId)).toEqual(['node ask · form · email', 'node ask · form · record answers']);
   });
 });
