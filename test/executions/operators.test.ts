@@ -6,6 +6,7 @@
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import { SearchAttributeKeys } from '../../temporal/shared';
+import type { ExecutionState } from '../../temporal/summaries.shared';
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { startTestWorker, type TestWorker } from '../helpers/temporal';
@@ -71,6 +72,12 @@ describe('executions in the Temporal UI', () => {
     }
   });
 
+  /** What the Temporal UI shows as the run's current details (it asks the SDK's metadata query). */
+  async function currentDetails(executionId: string): Promise<string | undefined> {
+    const metadata = await t.services.temporal.client.workflow.getHandle(executionId).query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+    return metadata.currentDetails;
+  }
+
   /** The activity summaries of a run's history, in order. */
   async function activitySummaries(executionId: string): Promise<string[]> {
     const history = await t.services.temporal.client.workflow.getHandle(executionId).fetchHistory();
@@ -79,14 +86,14 @@ describe('executions in the Temporal UI', () => {
       .map((e: temporal.api.history.v1.IHistoryEvent) => defaultPayloadConverter.fromPayload<string>(e.userMetadata!.summary!));
   }
 
-  it('a form conversation reads as a sentence: summary with the masked customer, details linking to the API, summarized activities', async () => {
+  it('a form conversation reads as a sentence: summary with the masked customer, details linking to the API, summarized activities, current details and query state while waiting and after', async () => {
     const workflowId = await createActiveWorkflow(t, key, {
       name: 'Greeter',
       channel: 'whatsapp',
       configuration: {
         trigger: { type: 'keyword', keywords: ['hello'] },
         nodes: [
-          { id: 'ask', type: 'form', fields: [{ name: 'email', type: 'email', required: true, label: 'Your email?' }], next: 'hi' },
+          { id: 'ask', type: 'form', timeout_seconds: 600, fields: [{ name: 'email', type: 'email', required: true, label: 'Your email?' }], next: 'hi' },
           { id: 'hi', type: 'message', content: 'Thanks!' },
         ],
       },
@@ -107,9 +114,22 @@ describe('executions in the Temporal UI', () => {
     expect(`${await described.staticSummary()}${details}`).not.toContain('5550000');
     expect(await activitySummaries(executionId)).toEqual(['node ask · form · email']);
 
+    // Where it stands: the UI's current details (the SDK's metadata query) and our `state` query.
+    const waiting = await handle.query<ExecutionState>('state');
+    expect(waiting).toMatchObject({ phase: 'waiting', node_id: 'ask', node_type: 'form', field: 'email', attempt: 1, steps_completed: 0 });
+    const since = Date.parse(waiting.waiting_since!);
+    expect(Date.parse(waiting.times_out_at!) - since).toBe(600_000);
+    const hhmm = (ms: number) => new Date(ms).toISOString().slice(11, 16);
+    expect(await currentDetails(executionId)).toBe(`waiting for email (node ask, since ${hhmm(since)} UTC, times out ${hhmm(since + 600_000)} UTC)`);
+
     await t.request.post('/v1/messages').set(bearer(key)).send({ channel: 'whatsapp', customer_id: '+15550000001', message: 'ada@example.com' });
     await waitForExecution(t, key, workflowId, executionId, 'success');
     await handle.result();
     expect(await activitySummaries(executionId)).toEqual(['node ask · form · email', 'node ask · form · record answers']);
+    // After completion both still answer (the closed run is replayed for a query).
+    expect(await handle.query<ExecutionState>('state')).toMatchObject({ phase: 'success', node_id: 'hi', steps_completed: 2 });
+    expect(await currentDetails(executionId)).toBe('done');
+    // The summary and details are fixed at the start: still there after completion.
+    expect(await (await handle.describe()).staticSummary()).toBe('Greeter · whatsapp · …0001 · rev 1');
   });
 });
