@@ -2540,6 +2540,11 @@ export interface components {
         Execution: {
             /** @example exec_4eC39HqLyjWDarjtT1zd */
             id: string;
+            /**
+             * @description The run's page in the Temporal UI (its latest run); present only when the service is configured with TEMPORAL_UI_URL
+             * @example http://localhost:8233/namespaces/default/workflows/exec_4eC39HqLyjWDarjtT1zd
+             */
+            temporal_ui_url?: string;
             workflow_id: string;
             /** @enum {string} */
             status: "running" | "success" | "failed" | "cancelled";
@@ -2925,6 +2930,11 @@ export interface components {
         };
         Export: {
             export_id: string;
+            /**
+             * @description The run's page in the Temporal UI (its latest run); present only when the service is configured with TEMPORAL_UI_URL
+             * @example http://localhost:8233/namespaces/default/workflows/exec_4eC39HqLyjWDarjtT1zd
+             */
+            temporal_ui_url?: string;
             /** @enum {string} */
             data_type: "workflow_metrics" | "executions" | "steps" | "messages" | "customers" | "trigger_executions" | "webhook_logs";
             /** @enum {string} */
@@ -2987,6 +2997,11 @@ export interface components {
         };
         Report: {
             report_id: string;
+            /**
+             * @description The run's page in the Temporal UI (its latest run); present only when the service is configured with TEMPORAL_UI_URL
+             * @example http://localhost:8233/namespaces/default/workflows/exec_4eC39HqLyjWDarjtT1zd
+             */
+            temporal_ui_url?: string;
             name: string;
             description: string | null;
             /** @enum {string} */
@@ -3076,6 +3091,11 @@ export interface components {
         Replay: {
             /** @example rpl_4eC39HqLyjWDarjtT1zd */
             id: string;
+            /**
+             * @description The run's page in the Temporal UI (its latest run); present only when the service is configured with TEMPORAL_UI_URL
+             * @example http://localhost:8233/namespaces/default/workflows/exec_4eC39HqLyjWDarjtT1zd
+             */
+            temporal_ui_url?: string;
             /** @enum {string} */
             status: "running" | "completed" | "cancelled";
             filter: {
@@ -3216,6 +3236,11 @@ export interface components {
         DryRun: {
             /** @example dry_4eC39HqLyjWDarjtT1zd */
             id: string;
+            /**
+             * @description The run's page in the Temporal UI (its latest run); present only when the service is configured with TEMPORAL_UI_URL
+             * @example http://localhost:8233/namespaces/default/workflows/exec_4eC39HqLyjWDarjtT1zd
+             */
+            temporal_ui_url?: string;
             workflow_id: string;
             /** @enum {string} */
             status: "pending" | "running" | "completed" | "failed";

@@ -6,6 +6,7 @@ import { z } from '../../http/zod';
 import { DailyMetricOut, GRANULARITIES, MetricsCountersOut, metricsQueryFields, PeriodOut } from '../metrics/execution-metrics';
 import { AiResponseNode, FormNode, MessageNode } from '../workflows/workflow.schemas';
 import { ERROR_TYPES, EXECUTION_STATUSES } from './execution.entity';
+import { TemporalUiUrlOut } from '../../temporal-ui';
 
 const JsonObject = z.record(z.string(), z.unknown());
 
@@ -26,6 +27,7 @@ export const ExecutionOutputOut = z
 export const ExecutionOut = z
   .object({
     id: z.string().openapi({ example: 'exec_4eC39HqLyjWDarjtT1zd' }),
+    temporal_ui_url: TemporalUiUrlOut,
     workflow_id: z.string(),
     status: z.enum(EXECUTION_STATUSES),
     started_at: Timestamp,
