@@ -2567,6 +2567,8 @@ export interface components {
             output: components["schemas"]["ExecutionOutput"];
             trigger_id: string | null;
             retry_of: string | null;
+            /** @description Present when an operator reset the execution in Temporal: the run it was reset from; the execution follows the new run */
+            reset_from_run_id?: string;
             revision: number;
             error: {
                 /** @enum {string|null} */

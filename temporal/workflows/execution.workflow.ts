@@ -39,6 +39,7 @@ import {
   setCurrentDetails,
   setHandler,
   TimeoutFailure,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { ExecutionActivities, MessageRunResult } from '../activities/executions.activities';
 import {
@@ -199,7 +200,8 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
     workflowId: input.workflowId,
     channel: input.channel,
     customerId: input.customerId,
-    ...(mode.kind === 'dry_run' ? { dryRunId: mode.dryRunId } : {}),
+    // A live run names itself: a run an operator started by a reset is not its workflow's first (the activities reopen the execution).
+    ...(mode.kind === 'dry_run' ? { dryRunId: mode.dryRunId } : { runId: workflowInfo().runId, firstRunId: workflowInfo().firstExecutionRunId }),
   };
   const replies: CustomerReply[] = mode.kind === 'dry_run' ? [...mode.replies] : [];
   const seenReplies = new Set<string>();

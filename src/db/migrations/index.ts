@@ -23,6 +23,7 @@ import { Migration20261128000100_deferred_counters } from './Migration2026112800
 import { Migration20261129000100_sharded_rollups } from './Migration20261129000100_sharded_rollups';
 import { Migration20261129000200_throttled_event_notify } from './Migration20261129000200_throttled_event_notify';
 import { Migration20261130000200_message_target_versions } from './Migration20261130000200_message_target_versions';
+import { Migration20261202000100_execution_resets } from './Migration20261202000100_execution_resets';
 import { Migration20261201000100_application_require_jti } from './Migration20261201000100_application_require_jti';
 import { Migration20261201000200_export_generated_at } from './Migration20261201000200_export_generated_at';
 
@@ -50,4 +51,5 @@ export const migrationsList = [
   { name: 'Migration20261130000200_message_target_versions', class: Migration20261130000200_message_target_versions },
   { name: 'Migration20261201000100_application_require_jti', class: Migration20261201000100_application_require_jti },
   { name: 'Migration20261201000200_export_generated_at', class: Migration20261201000200_export_generated_at },
+  { name: 'Migration20261202000100_execution_resets', class: Migration20261202000100_execution_resets },
 ];

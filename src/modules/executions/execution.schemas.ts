@@ -39,6 +39,10 @@ export const ExecutionOut = z
     output: ExecutionOutputOut.nullable(),
     trigger_id: z.string().nullable(),
     retry_of: z.string().nullable(),
+    reset_from_run_id: z
+      .string()
+      .optional()
+      .openapi({ description: 'Present when an operator reset the execution in Temporal: the run it was reset from; the execution follows the new run' }),
     revision: z.number().int(),
     error: z.object({ type: z.enum(ERROR_TYPES).nullable(), message: z.string().nullable() }).nullable(),
   })

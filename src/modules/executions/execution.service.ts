@@ -44,6 +44,7 @@ export function toExecutionOut(e: Execution, config?: Pick<Config, 'TEMPORAL_UI_
     output: e.output,
     trigger_id: e.triggerId,
     retry_of: e.retryOf,
+    ...(e.resetFromRunId ? { reset_from_run_id: e.resetFromRunId } : {}),
     revision: e.revision,
     error: e.errorType || e.errorMessage ? { type: e.errorType, message: e.errorMessage } : null,
   };
