@@ -23,9 +23,9 @@ import { Migration20261128000100_deferred_counters } from './Migration2026112800
 import { Migration20261129000100_sharded_rollups } from './Migration20261129000100_sharded_rollups';
 import { Migration20261129000200_throttled_event_notify } from './Migration20261129000200_throttled_event_notify';
 import { Migration20261130000200_message_target_versions } from './Migration20261130000200_message_target_versions';
-import { Migration20261202000100_execution_resets } from './Migration20261202000100_execution_resets';
 import { Migration20261201000100_application_require_jti } from './Migration20261201000100_application_require_jti';
 import { Migration20261201000200_export_generated_at } from './Migration20261201000200_export_generated_at';
+import { Migration20261202000100_execution_resets } from './Migration20261202000100_execution_resets';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
