@@ -78,7 +78,8 @@ async function main() {
   // tsx's loader, not its CLI: the CLI relays signals and SIGKILLs a child that is slow to
   // acknowledge one (busy event loop), which would cut the drain short.
   const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(__dirname, '..', 'src', 'main.ts'), 'all'], {
-    env: { ...process.env, TEMPORAL_ADDRESS: temporalAddress },
+    // The API links its responses to the runs in the local Web UI, unless told another one.
+    env: { ...process.env, TEMPORAL_ADDRESS: temporalAddress, ...(temporal?.ui && !process.env.TEMPORAL_UI_URL ? { TEMPORAL_UI_URL: temporal.ui } : {}) },
     stdio: 'inherit',
   });
   log(`API:         ${config.BASE_URL}/v1  (health: ${config.BASE_URL}/healthz)`);

@@ -75,6 +75,8 @@ const envSchema = z.object({
    */
   TEMPORAL_CALL_TIMEOUT_MS: z.coerce.number().int().min(50).max(30_000).default(1_000),
   TEMPORAL_UI_PORT: z.coerce.number().int().min(1).max(65535).default(8233),
+  /** The Temporal Web UI's address: set, responses link to their runs (`temporal_ui_url`). `npm start` sets the local UI's. */
+  TEMPORAL_UI_URL: z.url().optional(),
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool.default(false),
   /** Outbound webhook request timeout (connect + answer); the contract says 10 s, tests shorten it. */
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),

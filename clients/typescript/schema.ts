@@ -2691,6 +2691,11 @@ export interface components {
         Execution: {
             /** @example exec_4eC39HqLyjWDarjtT1zd */
             id: string;
+            /**
+             * @description The run's page in the Temporal UI (its latest run); present only when the service is configured with TEMPORAL_UI_URL
+             * @example http://localhost:8233/namespaces/default/workflows/exec_4eC39HqLyjWDarjtT1zd
+             */
+            temporal_ui_url?: string;
             workflow_id: string;
             /** @enum {string} */
             status: "running" | "success" | "failed" | "cancelled";
@@ -2713,6 +2718,8 @@ export interface components {
             output: components["schemas"]["ExecutionOutput"];
             trigger_id: string | null;
             retry_of: string | null;
+            /** @description Present when an operator reset the execution in Temporal: the run it was reset from; the execution follows the new run */
+            reset_from_run_id?: string;
             revision: number;
             error: {
                 /** @enum {string|null} */
@@ -3076,6 +3083,11 @@ export interface components {
         };
         Export: {
             export_id: string;
+            /**
+             * @description The run's page in the Temporal UI (its latest run); present only when the service is configured with TEMPORAL_UI_URL
+             * @example http://localhost:8233/namespaces/default/workflows/exec_4eC39HqLyjWDarjtT1zd
+             */
+            temporal_ui_url?: string;
             /** @enum {string} */
             data_type: "workflow_metrics" | "executions" | "steps" | "messages" | "customers" | "trigger_executions" | "webhook_logs";
             /** @enum {string} */
@@ -3138,6 +3150,11 @@ export interface components {
         };
         Report: {
             report_id: string;
+            /**
+             * @description The run's page in the Temporal UI (its latest run); present only when the service is configured with TEMPORAL_UI_URL
+             * @example http://localhost:8233/namespaces/default/workflows/exec_4eC39HqLyjWDarjtT1zd
+             */
+            temporal_ui_url?: string;
             name: string;
             description: string | null;
             /** @enum {string} */
@@ -3227,6 +3244,11 @@ export interface components {
         Replay: {
             /** @example rpl_4eC39HqLyjWDarjtT1zd */
             id: string;
+            /**
+             * @description The run's page in the Temporal UI (its latest run); present only when the service is configured with TEMPORAL_UI_URL
+             * @example http://localhost:8233/namespaces/default/workflows/exec_4eC39HqLyjWDarjtT1zd
+             */
+            temporal_ui_url?: string;
             /** @enum {string} */
             status: "running" | "completed" | "cancelled";
             filter: {
@@ -3367,6 +3389,11 @@ export interface components {
         DryRun: {
             /** @example dry_4eC39HqLyjWDarjtT1zd */
             id: string;
+            /**
+             * @description The run's page in the Temporal UI (its latest run); present only when the service is configured with TEMPORAL_UI_URL
+             * @example http://localhost:8233/namespaces/default/workflows/exec_4eC39HqLyjWDarjtT1zd
+             */
+            temporal_ui_url?: string;
             workflow_id: string;
             /** @enum {string} */
             status: "pending" | "running" | "completed" | "failed";

@@ -33,6 +33,7 @@ import { failpoint } from '../../src/failpoints';
 import { endpointsFromConfig, ProviderError } from '../../src/failures';
 import { ChannelRejectedError } from '../../src/modules/executions/channel-adapter';
 import type { ExecutionContext, ExecutionSink, RunCompletion, SinkMessage, StepRecord } from '../../src/modules/executions/execution-sink';
+import { reopenAfterReset } from '../../src/modules/executions/execution.recorder';
 import {
   KnowledgeBaseMissingError,
   ModelRejectedError,
@@ -190,6 +191,12 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
     const finished = await sink.complete(ctx, completion, step);
     afterFinish();
     return finished;
+  };
+  /** In a run an operator reset (its run id is not its workflow's first), reopens the failed execution first. */
+  const takeOverAfterReset = async (ctx: ExecutionContext) => {
+    const { runId, firstRunId } = ctx;
+    if (sink.mode !== 'live' || runId === undefined || firstRunId === undefined || runId === firstRunId) return;
+    await reopenAfterReset(em(), { ...ctx, runId, firstRunId });
   };
   // Crash tests die here: the finish is committed, Temporal has not recorded it, so it runs again.
   const afterFinish = () => failpoint(services.config, 'execution.after_finish');
@@ -351,7 +358,10 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
     <I extends { ctx: ExecutionContext }, O>(body: (i: I) => Promise<O>, budget: ProviderBudget | undefined, p: FailurePolicy = policy) =>
     async (i: I): Promise<O> => {
       checkMode(i.ctx);
-      return await runWithFailurePolicy(p, budget, () => body(i));
+      return await runWithFailurePolicy(p, budget, async () => {
+        await takeOverAfterReset(i.ctx);
+        return await body(i);
+      });
     };
   return {
     runMessageNode: activity(impl.runMessageNode, NODE_PROVIDER_BUDGET),

@@ -6,6 +6,7 @@
  */
 import { proxyActivities } from '@temporalio/workflow';
 import type { ConnectivityActivities } from '../activities/connectivity.activities';
+import { withSummary } from '../summaries.shared';
 
 const { ping } = proxyActivities<ConnectivityActivities>({
   // A ping that has not run within seconds means no worker is polling: fail fast so the
@@ -16,5 +17,5 @@ const { ping } = proxyActivities<ConnectivityActivities>({
 });
 
 export async function connectivityCheckWorkflow(): Promise<string> {
-  return await ping();
+  return await withSummary(ping, 'connectivity ping');
 }

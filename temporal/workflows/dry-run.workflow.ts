@@ -11,6 +11,7 @@ import type { DryRunActivities } from '../activities/dry-runs.activities';
 import { DRY_RUN_CONCURRENCY, dryRunExecutionWorkflowId, type DryRunExecutionInput, type DryRunWorkflowInput } from '../dry-runs.shared';
 import type { ExecutionWorkflowResult } from '../executions.shared';
 import { runExecution } from './execution.workflow';
+import { summaryLine, withSummary } from '../summaries.shared';
 
 const { beginDryRun, planDryRunExecution, finishDryRun, failDryRun } = proxyActivities<DryRunActivities>({
   startToCloseTimeout: '1 minute',
@@ -20,25 +21,26 @@ const { beginDryRun, planDryRunExecution, finishDryRun, failDryRun } = proxyActi
 
 export async function dryRunWorkflow(input: DryRunWorkflowInput): Promise<void> {
   try {
-    const executionIds = await beginDryRun(input.dryRunId);
+    const executionIds = await withSummary(beginDryRun, `dry run ${input.dryRunId} · begin`, input.dryRunId);
     for (let i = 0; i < executionIds.length; i += DRY_RUN_CONCURRENCY) {
       await Promise.allSettled(
         executionIds.slice(i, i + DRY_RUN_CONCURRENCY).map((executionId) =>
           executeChild(dryRunExecutionWorkflow, {
             workflowId: dryRunExecutionWorkflowId(input.dryRunId, executionId),
             args: [{ dryRunId: input.dryRunId, executionId }],
+            staticSummary: summaryLine(`dry run ${input.dryRunId}`, `replays ${executionId}`),
           }),
         ),
       );
     }
-    await finishDryRun(input.dryRunId);
+    await withSummary(finishDryRun, `dry run ${input.dryRunId} · finish`, input.dryRunId);
   } catch (err) {
-    await failDryRun(input.dryRunId, err instanceof Error ? err.message : String(err));
+    await withSummary(failDryRun, `dry run ${input.dryRunId} · record failure`, input.dryRunId, err instanceof Error ? err.message : String(err));
     throw ApplicationFailure.nonRetryable(`dry run ${input.dryRunId} failed`, 'DryRunFailed');
   }
 }
 
 export async function dryRunExecutionWorkflow(input: DryRunExecutionInput): Promise<ExecutionWorkflowResult> {
-  const plan = await planDryRunExecution(input);
+  const plan = await withSummary(planDryRunExecution, `dry run ${input.dryRunId} · plan ${input.executionId}`, input);
   return await runExecution(plan.input, { kind: 'dry_run', dryRunId: input.dryRunId, replies: plan.replies });
 }

@@ -17,6 +17,11 @@
  * execution already cancelled in PostgreSQL (the cancel did not reach the run in time)
  * stops the run at once, sending nothing; the run then completes with status `cancelled`.
  *
+ * Operators see where a run stands without reading its history: the current details
+ * (`setCurrentDetails`: `waiting for email (node ask, since 12:03 UTC, times out 12:13 UTC)`,
+ * `sending node hi`, `done`) and query `state` (the same as JSON, `ExecutionState`) follow
+ * every step; both cost no history event.
+ *
  * `runExecution` is the walk itself, shared with dry runs (dry-run.workflow.ts): in mode
  * `dry_run` it calls the same activities under DRY_RUN_ACTIVITY_PREFIX names (built with a
  * sink that sends and counts nothing), takes the form replies from the recorded ones in
@@ -31,8 +36,10 @@ import {
   patched,
   proxyActivities,
   proxyLocalActivities,
+  setCurrentDetails,
   setHandler,
   TimeoutFailure,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { ExecutionActivities, MessageRunResult } from '../activities/executions.activities';
 import {
@@ -53,6 +60,7 @@ import {
   validateFormReply,
 } from '../executions.shared';
 import { ACTIVITY_DECIDES_RETRY, FailureTypes } from '../failure-types';
+import { describeState, type ExecutionState, executionStateQuery, summaryLine, withSummary } from '../summaries.shared';
 
 const NON_RETRYABLE = [ExecutionErrorTypes.validation, ExecutionErrorTypes.api, ExecutionErrorTypes.notRunning];
 
@@ -192,7 +200,8 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
     workflowId: input.workflowId,
     channel: input.channel,
     customerId: input.customerId,
-    ...(mode.kind === 'dry_run' ? { dryRunId: mode.dryRunId } : {}),
+    // A live run names itself: a run an operator started by a reset is not its workflow's first (the activities reopen the execution).
+    ...(mode.kind === 'dry_run' ? { dryRunId: mode.dryRunId } : { runId: workflowInfo().runId, firstRunId: workflowInfo().firstExecutionRunId }),
   };
   const replies: CustomerReply[] = mode.kind === 'dry_run' ? [...mode.replies] : [];
   const seenReplies = new Set<string>();
@@ -203,6 +212,14 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
     replies.push(reply);
   });
   setHandler(executionProgressQuery, () => progress);
+  // Where the run stands, for operators: the UI's current details and query `state` say the same.
+  let state: ExecutionState = { phase: 'starting', node_id: null, node_type: null, steps_completed: 0 };
+  const enter = (next: Omit<ExecutionState, 'steps_completed'>) => {
+    state = { ...next, steps_completed: progress.stepsCompleted };
+    setCurrentDetails(describeState(state));
+  };
+  setHandler(executionStateQuery, () => ({ ...state, steps_completed: progress.stepsCompleted }));
+  setCurrentDetails(describeState(state));
 
   const byId = new Map(input.nodes.map((n) => [n.id, n]));
   // Runs started before version 2 keep walking node by node (their histories say so).
@@ -216,7 +233,7 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
   const awaitReply = async (node: FormNodeSpec, field: string, attempt: number, timeoutMs: number): Promise<boolean> => {
     if (await condition(() => replies.length > 0, timeoutMs)) return true;
     // The reply may have claimed the wait in PostgreSQL with its signal still on the way.
-    const late = await nodeActs.closeFormWait({ ctx, nodeId: node.id, field, attempt });
+    const late = await withSummary(nodeActs.closeFormWait, `node ${node.id} · form · ${field} · close wait`, { ctx, nodeId: node.id, field, attempt });
     if (late.reply && !seenReplies.has(late.reply.messageId)) {
       seenReplies.add(late.reply.messageId);
       replies.push(late.reply);
@@ -230,11 +247,29 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
     for (const field of node.fields) {
       let prompt = field.label;
       for (let attempt = 1; ; attempt++) {
-        await nodeActs.sendFormPrompt({ ctx, nodeId: node.id, field: field.name, attempt, text: prompt });
+        enter({ phase: 'sending', node_id: node.id, node_type: 'form', field: field.name, attempt });
+        await withSummary(nodeActs.sendFormPrompt, summaryLine(`node ${node.id}`, 'form', field.name, attempt > 1 && `attempt ${attempt}`), {
+          ctx,
+          nodeId: node.id,
+          field: field.name,
+          attempt,
+          text: prompt,
+        });
         progress.waitingForInput = true;
+        const since = Date.now();
+        enter({
+          phase: 'waiting',
+          node_id: node.id,
+          node_type: 'form',
+          field: field.name,
+          attempt,
+          waiting_since: new Date(since).toISOString(),
+          times_out_at: new Date(since + timeoutMs).toISOString(),
+        });
         // A dry run never waits: it has the recorded replies or nothing.
         const got = mode.kind === 'dry_run' ? replies.length > 0 : await awaitReply(node, field.name, attempt, timeoutMs);
         progress.waitingForInput = false;
+        enter({ phase: 'running', node_id: node.id, node_type: 'form', field: field.name, attempt });
         if (!got && mode.kind === 'dry_run') throw new RepliesExhausted(node, field.name);
         if (!got) throw new NodeFailure(node, startedAt, 'timeout', `no reply for "${field.name}" within ${timeoutMs / 1000} s`);
         const reply = replies.shift()!;
@@ -250,13 +285,13 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
         prompt = `${checked.problem}. ${field.label}`;
       }
     }
-    await nodeActs.recordFormStep({ ctx, node, startedAt, answers });
+    await withSummary(nodeActs.recordFormStep, `node ${node.id} · form · record answers`, { ctx, node, startedAt, answers });
     formData[node.id] = answers;
   };
 
   const finish = (result: ExecutionWorkflowResult, failedStep?: { node: ExecutionNodeSpec; startedAt: number }) =>
     CancellationScope.nonCancellable(() =>
-      finishActs.completeExecution({
+      withSummary(finishActs.completeExecution, `complete · ${result.status}`, {
         ctx,
         completion: {
           status: result.status,
@@ -295,7 +330,7 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
     const last = run[run.length - 1]!;
     let result: MessageRunResult;
     try {
-      result = await messageRunActivities(run.length, prefix).runMessageRun({
+      result = await withSummary(messageRunActivities(run.length, prefix).runMessageRun, `nodes ${run.map((n) => n.id).join(', ')} · message`, {
         ctx,
         nodes: run,
         startedAt,
@@ -325,20 +360,26 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
     while (node !== undefined) {
       const current: ExecutionNodeSpec = node;
       progress.nodeId = current.id;
+      enter({ phase: current.type === 'message' ? 'sending' : 'running', node_id: current.id, node_type: current.type });
       const startedAt = Date.now();
       try {
         if (current.type === 'message' && !alone && messageRuns) {
           const went = await runMessages(current, startedAt);
-          if ('finished' in went) return { status: 'success', output: output('end') };
+          if ('finished' in went) {
+            enter({ phase: 'success', node_id: state.node_id, node_type: state.node_type });
+            return { status: 'success', output: output('end') };
+          }
           ({ next: node, alone } = went);
           continue;
         }
         if (current.type === 'message') {
           // Version 2 runs never consult the patch: they get here only for a node a run stopped at.
           const acts = messageRuns || patched(MESSAGE_NODES_LOCAL) ? localNodeActs : nodeActs;
-          lastResponse = (await acts.runMessageNode({ ctx, node: current, startedAt })).message_sent;
+          lastResponse = (await withSummary(acts.runMessageNode, `node ${current.id} · message`, { ctx, node: current, startedAt })).message_sent;
         } else if (current.type === 'ai_response') {
-          lastResponse = (await aiActs.runAiResponseNode({ ctx, node: current, startedAt, question: lastCustomerText })).response;
+          lastResponse = (
+            await withSummary(aiActs.runAiResponseNode, `node ${current.id} · ai_response · ${current.knowledge_base}`, { ctx, node: current, startedAt, question: lastCustomerText })
+          ).response;
         } else {
           await collectForm(current, startedAt);
         }
@@ -354,16 +395,21 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
     }
   } catch (err) {
     if (isCancellation(err)) {
+      enter({ phase: 'cancelled', node_id: state.node_id, node_type: state.node_type });
       await finish({ status: 'cancelled', output: output('cancelled') });
       throw err;
     }
     // The row is already final (cancelled by the API); nothing to write, nothing more to send.
-    if (err instanceof ExecutionStopped) return { status: 'cancelled', output: output('cancelled') };
+    if (err instanceof ExecutionStopped) {
+      enter({ phase: 'cancelled', node_id: state.node_id, node_type: state.node_type });
+      return { status: 'cancelled', output: output('cancelled') };
+    }
     if (err instanceof RepliesExhausted) {
       const result: ExecutionWorkflowResult = {
         status: 'waiting_for_input',
         output: { ...output('wait_for_input'), node_id: err.node.id, field: err.field },
       };
+      enter({ phase: 'waiting_for_input', node_id: err.node.id, node_type: err.node.type, field: err.field });
       await finish(result);
       return result;
     }
@@ -374,6 +420,7 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
         errorType: err.errorType,
         errorMessage: err.message,
       };
+      enter({ phase: 'failed', node_id: err.node.id, node_type: err.node.type, error_type: err.errorType });
       await finish(result, { node: err.node, startedAt: err.startedAt });
       // Fail the Temporal run too, so the Temporal UI shows what the API shows.
       throw ApplicationFailure.nonRetryable(`node ${err.node.id} failed: ${err.message}`, err.errorType, result);
@@ -381,6 +428,7 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
     throw err;
   }
   const result: ExecutionWorkflowResult = { status: 'success', output: output('end') };
+  enter({ phase: 'success', node_id: state.node_id, node_type: state.node_type });
   await finish(result);
   return result;
 }

@@ -9,6 +9,7 @@
 import type { RetryPolicy } from '@temporalio/common';
 import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
 import type { ReportActivities } from '../activities/reports.activities';
+import { withSummary } from '../summaries.shared';
 import { FILE_GENERATION_REJECTED, type FileJobInput, type FileJobResult } from '../reports.shared';
 
 const retry: RetryPolicy = { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 5, nonRetryableErrorTypes: [FILE_GENERATION_REJECTED] };
@@ -29,30 +30,30 @@ function failureMessage(err: unknown): string {
 
 export async function exportWorkflow(input: FileJobInput): Promise<FileJobResult> {
   try {
-    await quick.prepareExport(input);
-    const file = await generation.generateExportFile(input);
-    await quick.completeExport(input, file);
+    await withSummary(quick.prepareExport, `export ${input.id} · prepare`, input);
+    const file = await withSummary(generation.generateExportFile, `export ${input.id} · generate file`, input);
+    await withSummary(quick.completeExport, `export ${input.id} · complete`, input, file);
     return { status: 'completed', ...file };
   } catch (err) {
     const message = failureMessage(err);
-    await quick.failExport(input, message);
+    await withSummary(quick.failExport, `export ${input.id} · record failure`, input, message);
     return { status: 'failed', message };
   }
 }
 
 export async function reportWorkflow(input: FileJobInput): Promise<FileJobResult> {
   try {
-    const file = await generation.generateReportFile(input);
-    await quick.completeReport(input, file);
+    const file = await withSummary(generation.generateReportFile, `report ${input.id} · generate file`, input);
+    await withSummary(quick.completeReport, `report ${input.id} · complete`, input, file);
     return { status: 'completed', ...file };
   } catch (err) {
     const message = failureMessage(err);
-    await quick.failReport(input, message);
+    await withSummary(quick.failReport, `report ${input.id} · record failure`, input, message);
     return { status: 'failed', message };
   }
 }
 
 /** Run hourly by the expiry schedule: deletes expired files and marks their records expired. */
 export async function fileExpiryWorkflow(): Promise<{ expired: number }> {
-  return await quick.expireFiles();
+  return await withSummary(quick.expireFiles, 'expire files past retention');
 }

@@ -10,6 +10,7 @@
 import { ActivityCancellationType, continueAsNew, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { ReplayActivities } from '../activities/replays.activities';
 import type { ReplayWorkflowInput } from '../replays.shared';
+import { summaryLine, withSummary } from '../summaries.shared';
 
 const { replayBatch, finishReplay } = proxyActivities<ReplayActivities>({
   // A batch is at most 100 retries, each one transaction and one Temporal start.
@@ -25,10 +26,10 @@ const { replayBatch, finishReplay } = proxyActivities<ReplayActivities>({
 export async function replayWorkflow(input: ReplayWorkflowInput): Promise<'completed' | 'stopped'> {
   let cursor = input.cursor ?? null;
   for (let batch = 0; batch < input.batchesPerRun; batch++) {
-    const result = await replayBatch({ replayId: input.replayId, organizationId: input.organizationId, cursor, limit: input.ratePerSecond });
+    const result = await withSummary(replayBatch, summaryLine(`replay ${input.replayId}`, `batch of ${input.ratePerSecond}`), { replayId: input.replayId, organizationId: input.organizationId, cursor, limit: input.ratePerSecond });
     cursor = result.cursor ?? cursor;
     if (result.done) {
-      return (await finishReplay(input.replayId)) ? 'completed' : 'stopped';
+      return (await withSummary(finishReplay, `replay ${input.replayId} · finish`, input.replayId)) ? 'completed' : 'stopped';
     }
     await sleep(1000);
     if (workflowInfo().continueAsNewSuggested) break;

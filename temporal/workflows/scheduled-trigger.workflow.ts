@@ -7,6 +7,7 @@ import { proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { TriggerActivities } from '../activities/triggers.activities';
 import { ACTIVITY_DECIDES_RETRY } from '../failure-types';
 import { type FireScheduledTriggerResult, type ScheduledTriggerInput, TRIGGER_FIRING_FAILED } from '../triggers.shared';
+import { withSummary } from '../summaries.shared';
 
 /**
  * The activity decides its retries (temporal/failures.ts): an outage of our database is
@@ -20,5 +21,5 @@ const { fireScheduledTrigger } = proxyActivities<TriggerActivities>({
 
 export async function scheduledTriggerWorkflow(input: ScheduledTriggerInput): Promise<FireScheduledTriggerResult> {
   const info = workflowInfo();
-  return await fireScheduledTrigger({ ...input, runKey: info.workflowId, firedAt: info.startTime.toISOString() });
+  return await withSummary(fireScheduledTrigger, `fire trigger ${input.triggerId}`, { ...input, runKey: info.workflowId, firedAt: info.startTime.toISOString() });
 }

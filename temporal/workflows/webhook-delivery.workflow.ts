@@ -18,6 +18,7 @@ import {
   type WebhookDeliveryInput,
   type WebhookDeliveryResult,
 } from '../webhooks.shared';
+import { withSummary } from '../summaries.shared';
 
 /**
  * A run's history before its first workflow task completes: started, task scheduled, task
@@ -42,7 +43,7 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
       retry: { maximumAttempts: 1 },
     });
     try {
-      return await deliverWebhookAttempt(input);
+      return await withSummary(deliverWebhookAttempt, `deliver to ${input.webhookId} · local attempt`, input);
     } catch (err) {
       // A local activity's own failure arrives as is; an ActivityFailure wraps the others.
       const cause = err instanceof ActivityFailure ? err.cause : err;
@@ -69,5 +70,5 @@ function taskQueueAttempts(input: WebhookDeliveryInput, localAttempts: number) {
     startToCloseTimeout: attemptTimeoutMs(input.httpTimeoutMs),
     retry: buildDeliveryRetryPolicy(input.retryPolicy, localAttempts),
   });
-  return deliverWebhookAttempt(localAttempts ? { ...input, localAttempts } : input);
+  return withSummary(deliverWebhookAttempt, `deliver to ${input.webhookId}`, localAttempts ? { ...input, localAttempts } : input);
 }

@@ -27,6 +27,7 @@ import { Migration20261201000100_application_require_jti } from './Migration2026
 import { Migration20261201000200_export_generated_at } from './Migration20261201000200_export_generated_at';
 import { Migration20261202000100_webhook_secret_rotation } from './Migration20261202000100_webhook_secret_rotation';
 import { Migration20261202000200_webhook_disabling } from './Migration20261202000200_webhook_disabling';
+import { Migration20261202000300_execution_resets } from './Migration20261202000300_execution_resets';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -54,4 +55,5 @@ export const migrationsList = [
   { name: 'Migration20261201000200_export_generated_at', class: Migration20261201000200_export_generated_at },
   { name: 'Migration20261202000100_webhook_secret_rotation', class: Migration20261202000100_webhook_secret_rotation },
   { name: 'Migration20261202000200_webhook_disabling', class: Migration20261202000200_webhook_disabling },
+  { name: 'Migration20261202000300_execution_resets', class: Migration20261202000300_execution_resets },
 ];

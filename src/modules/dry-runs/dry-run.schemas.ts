@@ -5,6 +5,7 @@ import { isoDateTime } from '../../http/validation';
 import { z } from '../../http/zod';
 import { EXECUTION_STATUSES } from '../executions/execution.entity';
 import { WorkflowConfiguration, WorkflowIdParams } from '../workflows/workflow.schemas';
+import { TemporalUiUrlOut } from '../../temporal-ui';
 
 export const MAX_DRY_RUN_EXECUTIONS = 100;
 export const DRY_RUN_STATUSES = ['pending', 'running', 'completed', 'failed'] as const;
@@ -92,6 +93,7 @@ export const DryRunItemOut = z
 export const DryRunOut = z
   .object({
     id: z.string().openapi({ example: 'dry_4eC39HqLyjWDarjtT1zd' }),
+    temporal_ui_url: TemporalUiUrlOut,
     workflow_id: z.string(),
     status: z.enum(DRY_RUN_STATUSES),
     revision: DryRunRevision,

@@ -17,6 +17,9 @@ import { dateFilter } from '../metrics/execution-metrics';
 import { classifyWorkflowIssue, WorkflowConfiguration } from '../workflows/workflow.schemas';
 import type { RunDiff } from './dry-run.diff';
 import { type DryRunFilter, type DryRunIn, MAX_DRY_RUN_EXECUTIONS } from './dry-run.schemas';
+import type { Config } from '../../config';
+import { temporalUiLink } from '../../temporal-ui';
+import { dryRunWorkflowId } from '../../../temporal/dry-runs.shared';
 
 interface DryRunRow {
   id: string;
@@ -55,9 +58,10 @@ const DRY_RUN_SELECT = `
          (select count(*)::int from dry_run_items i where i.dry_run_id = d.id and (i.diff->>'identical') = 'false') as diverged
     from dry_runs d`;
 
-function toDryRunOut(r: DryRunRow) {
+function toDryRunOut(r: DryRunRow, config: Pick<Config, 'TEMPORAL_UI_URL' | 'TEMPORAL_NAMESPACE'>) {
   return {
     id: r.id,
+    ...temporalUiLink(config, dryRunWorkflowId(r.id)),
     workflow_id: r.workflow_id,
     status: r.status,
     revision: r.revision === 'draft' ? ('draft' as const) : Number(r.revision),
@@ -208,7 +212,7 @@ export class DryRunService {
     );
     const repliesOf = (executionId: string) => replies.filter((r) => r.execution_id === executionId).map((r) => ({ message_id: r.id, text: r.text }));
     return {
-      ...toDryRunOut(row),
+      ...toDryRunOut(row, this.services.config),
       configuration: row.configuration,
       items: items.map((i) => ({
         execution_id: i.execution_id,
@@ -235,6 +239,6 @@ export class DryRunService {
     const [{ total }] = (await em.execute<Array<{ total: number }>>(`select count(*)::int as total from dry_runs d where ${where}`, params)) as [
       { total: number },
     ];
-    return { items: rows.map(toDryRunOut), total };
+    return { items: rows.map((r) => toDryRunOut(r, this.services.config)), total };
   }
 }

@@ -27,7 +27,8 @@ export class Execution {
     | 'waitingNodeId'
     | 'waitingKey'
     | 'temporalStartedAt'
-    | 'temporalCancelledAt';
+    | 'temporalCancelledAt'
+    | 'resetFromRunId';
   id!: string;
   organizationId!: string;
   workflowId!: string;
@@ -44,6 +45,8 @@ export class Execution {
   completedAt: Date | null = null;
   durationMs: number | null = null;
   retryOf: string | null = null;
+  /** Set when an operator reset the execution's Temporal run: the run it was reset from (docs/operators.md). */
+  resetFromRunId: string | null = null;
   /** The inbound message that started it, when one did. */
   messageId: string | null = null;
   /** The form node whose open wait accepts the customer's next message; null when none is open. */
@@ -75,6 +78,7 @@ export const ExecutionSchema = new EntitySchema<Execution>({
     completedAt: { type: 'Date', fieldName: 'completed_at', nullable: true },
     durationMs: { type: 'integer', fieldName: 'duration_ms', nullable: true },
     retryOf: { type: 'string', fieldName: 'retry_of', nullable: true },
+    resetFromRunId: { type: 'string', fieldName: 'reset_from_run_id', nullable: true },
     messageId: { type: 'string', fieldName: 'message_id', nullable: true },
     waitingNodeId: { type: 'string', fieldName: 'waiting_node_id', nullable: true },
     waitingKey: { type: 'string', fieldName: 'waiting_key', nullable: true },

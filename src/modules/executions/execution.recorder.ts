@@ -22,6 +22,12 @@ export interface ExecutionContext {
   customerId: string | null;
   /** Set only in a dry run: the activities refuse it unless built with a dry run's sink. */
   dryRunId?: string;
+  /**
+   * The Temporal run calling, and the first run of its workflow id: they differ in a run an
+   * operator started by resetting the execution (`reopenAfterReset`). Absent in older runs.
+   */
+  runId?: string;
+  firstRunId?: string;
 }
 
 export interface StepRecord {
@@ -220,6 +226,32 @@ export async function clearWaiting(em: EntityManager, ctx: ExecutionContext): Pr
     `update executions set waiting_node_id = null, waiting_key = null, output = null where id = ? and status = 'running'`,
     [ctx.executionId],
   );
+}
+
+/**
+ * A reset run (docs/operators.md) takes over its execution: a `failed` execution not yet
+ * taken over by this run is reopened (`running`, outcome cleared, `reset_from_run_id` the run
+ * it was reset from) and its failed steps deleted, so that the nodes the new run re-runs are
+ * recorded once. The workflow's counters and the rollups follow the status change (their
+ * triggers subtract the old status), the node rollups the deleted steps. Idempotent: a
+ * no-op once this run took over, or for an execution that did not fail (a cancelled or
+ * successful execution stays so, and the reset run stops at its first node). One statement.
+ */
+export async function reopenAfterReset(em: SqlRunner, ctx: ExecutionContext & { runId: string; firstRunId: string }): Promise<boolean> {
+  const rows = await em.execute<Array<{ id: string }>>(
+    `with e as (
+       update executions
+          set status = 'running', output = null, error_type = null, error_message = null, completed_at = null, duration_ms = null,
+              reset_from_run_id = coalesce(temporal_run_id, ?), temporal_run_id = ?
+        where id = ? and status = 'failed' and temporal_run_id is distinct from ?
+        returning id
+     ), steps as (
+       delete from execution_steps where execution_id in (select id from e) and status = 'failed'
+     )
+     select id from e`,
+    [ctx.firstRunId, ctx.runId, ctx.executionId, ctx.runId],
+  );
+  return rows.length > 0;
 }
 
 export interface Completion {

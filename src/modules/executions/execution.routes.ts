@@ -41,7 +41,7 @@ export function executionRoutes(services: Services): AnyRoute[] {
       async handler({ params, query, credential }) {
         const { page, limit, ...filter } = query;
         const { items, total } = await svc.list(credential.organizationId, params.workflow_id, filter, { page, limit });
-        return paginate(items.map(toExecutionOut), { page, limit }, total);
+        return paginate(items.map((e) => toExecutionOut(e, services.config)), { page, limit }, total);
       },
     }),
     defineRoute({
@@ -72,7 +72,7 @@ export function executionRoutes(services: Services): AnyRoute[] {
       response: z.object({ data: ExecutionOut }),
       errors: [WORKFLOW_NOT_FOUND, EXECUTION_NOT_FOUND, [409, 'EXECUTION_NOT_RETRYABLE | WORKFLOW_NOT_ACTIVE']],
       async handler({ params, credential }) {
-        return { data: toExecutionOut(await svc.retry(credential.organizationId, params.workflow_id, params.execution_id)) };
+        return { data: toExecutionOut(await svc.retry(credential.organizationId, params.workflow_id, params.execution_id), services.config) };
       },
     }),
     defineRoute({
@@ -87,7 +87,7 @@ export function executionRoutes(services: Services): AnyRoute[] {
       response: z.object({ data: ExecutionOut }),
       errors: [WORKFLOW_NOT_FOUND, EXECUTION_NOT_FOUND, [409, 'EXECUTION_NOT_RUNNING']],
       async handler({ params, credential }) {
-        return { data: toExecutionOut(await svc.cancel(credential.organizationId, params.workflow_id, params.execution_id)) };
+        return { data: toExecutionOut(await svc.cancel(credential.organizationId, params.workflow_id, params.execution_id), services.config) };
       },
     }),
     defineRoute({

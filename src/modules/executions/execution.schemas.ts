@@ -6,6 +6,7 @@ import { z } from '../../http/zod';
 import { DailyMetricOut, GRANULARITIES, MetricsCountersOut, metricsQueryFields, PeriodOut } from '../metrics/execution-metrics';
 import { AiResponseNode, FormNode, MessageNode } from '../workflows/workflow.schemas';
 import { ERROR_TYPES, EXECUTION_STATUSES } from './execution.entity';
+import { TemporalUiUrlOut } from '../../temporal-ui';
 
 const JsonObject = z.record(z.string(), z.unknown());
 
@@ -26,6 +27,7 @@ export const ExecutionOutputOut = z
 export const ExecutionOut = z
   .object({
     id: z.string().openapi({ example: 'exec_4eC39HqLyjWDarjtT1zd' }),
+    temporal_ui_url: TemporalUiUrlOut,
     workflow_id: z.string(),
     status: z.enum(EXECUTION_STATUSES),
     started_at: Timestamp,
@@ -37,6 +39,10 @@ export const ExecutionOut = z
     output: ExecutionOutputOut.nullable(),
     trigger_id: z.string().nullable(),
     retry_of: z.string().nullable(),
+    reset_from_run_id: z
+      .string()
+      .optional()
+      .openapi({ description: 'Present when an operator reset the execution in Temporal: the run it was reset from; the execution follows the new run' }),
     revision: z.number().int(),
     error: z.object({ type: z.enum(ERROR_TYPES).nullable(), message: z.string().nullable() }).nullable(),
   })

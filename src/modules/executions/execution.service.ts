@@ -13,6 +13,9 @@ import { Execution, ExecutionStep, type ExecutionStatus } from './execution.enti
 import { sendTemporalCancel } from './execution.canceller';
 import { finishExecution } from './execution.recorder';
 import { startExecution } from './execution.starter';
+import type { Config } from '../../config';
+import { temporalUiLink } from '../../temporal-ui';
+import { executionWorkflowId } from '../../../temporal/executions.shared';
 
 const workflowNotFound = () => notFound('WORKFLOW_NOT_FOUND', 'Workflow');
 const executionNotFound = () => notFound('EXECUTION_NOT_FOUND', 'Execution');
@@ -25,9 +28,11 @@ export interface ExecutionFilter {
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
-export function toExecutionOut(e: Execution) {
+/** An execution as the API returns it; `config` adds the link to its run in the Temporal UI. */
+export function toExecutionOut(e: Execution, config?: Pick<Config, 'TEMPORAL_UI_URL' | 'TEMPORAL_NAMESPACE'>) {
   return {
     id: e.id,
+    ...(config ? temporalUiLink(config, executionWorkflowId(e.id)) : {}),
     workflow_id: e.workflowId,
     status: e.status,
     started_at: e.startedAt.toISOString(),
@@ -39,6 +44,7 @@ export function toExecutionOut(e: Execution) {
     output: e.output,
     trigger_id: e.triggerId,
     retry_of: e.retryOf,
+    ...(e.resetFromRunId ? { reset_from_run_id: e.resetFromRunId } : {}),
     revision: e.revision,
     error: e.errorType || e.errorMessage ? { type: e.errorType, message: e.errorMessage } : null,
   };
@@ -98,7 +104,7 @@ export class ExecutionService {
     const em = this.em();
     const e = await this.get(organizationId, workflowId, executionId, em);
     const steps = await em.find(ExecutionStep, { executionId: e.id }, { orderBy: { startedAt: 'asc', completedAt: 'asc', id: 'asc' } });
-    return { ...toExecutionOut(e), steps: steps.map(toStepOut) };
+    return { ...toExecutionOut(e, this.services.config), steps: steps.map(toStepOut) };
   }
 
   /**

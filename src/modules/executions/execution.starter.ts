@@ -34,6 +34,8 @@ import {
   type ExecutionWorkflowInput,
 } from '../../../temporal/executions.shared';
 import { Execution } from './execution.entity';
+import { Customer } from '../customers/customer.entity';
+import { executionMetadata } from '../../temporal-metadata';
 import { transactionalRetrying } from '../../db/transaction';
 
 export interface StartExecutionRequest {
@@ -53,6 +55,8 @@ export interface PendingExecution {
   executionId: string;
   workflowInput: ExecutionWorkflowInput;
   triggerId: string | null;
+  /** The customer's external id, for the run's summary (masked there); null when unknown. */
+  customerExternalId?: string | null;
 }
 
 export const workflowNotActive = (id: string) =>
@@ -88,6 +92,7 @@ export async function recordExecution(em: EntityManager, req: StartExecutionRequ
   const wf = await em.findOne(Workflow, { id: req.workflowId, organizationId: req.organizationId, deletedAt: null });
   if (!wf) throw notFound('WORKFLOW_NOT_FOUND', 'Workflow');
   if (wf.status !== 'active' || !wf.configuration) throw workflowNotActive(wf.id);
+  const customer = req.customerId ? await em.findOne(Customer, { id: req.customerId, organizationId: req.organizationId }, { fields: ['externalId'] }) : null;
 
   const execution = em.create(Execution, {
     id: req.executionId ?? newId('execution'),
@@ -113,6 +118,7 @@ export async function recordExecution(em: EntityManager, req: StartExecutionRequ
   return {
     executionId: execution.id,
     triggerId: execution.triggerId,
+    customerExternalId: customer?.externalId ?? null,
     workflowInput: executionWorkflowInput(execution, { name: wf.name, nodes: wf.configuration.nodes }),
   };
 }
@@ -166,6 +172,7 @@ export async function dispatchExecution(
         workflowIdConflictPolicy: 'USE_EXISTING',
         typedSearchAttributes: new TypedSearchAttributes(pairs),
         memo: { workflowName: input.workflowName, workflowId: input.workflowId, revision: input.revision },
+        ...executionMetadata(services.config, { ...input, customerExternalId: pending.customerExternalId, triggerId: pending.triggerId }),
       }),
     // Already started (by us earlier, or by a racing reconciler): that run is the one.
     (err) => err instanceof WorkflowExecutionAlreadyStartedError,
@@ -205,6 +212,7 @@ export async function reconcileExecutions(services: Services, opts: { graceMs: n
         revision: number;
         trigger_id: string | null;
         customer_id: string | null;
+        customer_external_id: string | null;
         channel: string;
         input: Record<string, unknown>;
         name: string;
@@ -212,10 +220,11 @@ export async function reconcileExecutions(services: Services, opts: { graceMs: n
       }>
     >(
       `select e.id, e.organization_id, e.workflow_id, e.revision, e.trigger_id, e.customer_id, e.channel, e.input,
-              w.name, r.configuration
+              w.name, r.configuration, c.external_id as customer_external_id
          from executions e
          join workflows w on w.id = e.workflow_id
          join workflow_revisions r on r.workflow_id = e.workflow_id and r.revision = e.revision
+         left join customers c on c.id = e.customer_id
         where e.temporal_started_at is null and e.status = 'running'
           and e.started_at < now() - (? * interval '1 millisecond')
         order by e.started_at
@@ -238,7 +247,7 @@ export async function reconcileExecutions(services: Services, opts: { graceMs: n
       );
       const ok = await dispatchExecution(
         services,
-        { executionId: row.id, triggerId: row.trigger_id, workflowInput },
+        { executionId: row.id, triggerId: row.trigger_id, customerExternalId: row.customer_external_id, workflowInput },
         { em: tx as EntityManager, timeoutMs: RECONCILE_TEMPORAL_TIMEOUT_MS },
       );
       if (ok) confirmed++;

@@ -107,7 +107,7 @@ function planStarts(targets: MessageTargets, m: { organizationId: string; custom
       { id, organizationId, workflowId, revision: wf.revision, channel: msg.channel, customerId, input },
       { name: wf.name, nodes: wf.configuration!.nodes },
     );
-    starts.push({ executionId: id, triggerId, workflowInput });
+    starts.push({ executionId: id, triggerId, customerExternalId: msg.customer_id, workflowInput });
     return id;
   };
   const covered = new Set<string>();

@@ -15,6 +15,9 @@ import { EXPORT_WORKFLOW, exportWorkflowId, REPORT_WORKFLOW, reportWorkflowId, t
 import { REPLAY_WORKFLOW_TYPE, replayWorkflowId, type ReplayWorkflowInput } from '../../../temporal/replays.shared';
 import { DRY_RUN_WORKFLOW_TYPE, dryRunWorkflowId, type DryRunWorkflowInput } from '../../../temporal/dry-runs.shared';
 import { boundedTemporalCall, RECONCILE_TEMPORAL_TIMEOUT_MS } from '../../temporal-calls';
+import { jobMetadata } from '../../temporal-metadata';
+
+type JobMetadataKind = Parameters<typeof jobMetadata>[1];
 
 /** The columns every job table has, and those one kind's input or search attributes need. */
 interface JobRow {
@@ -32,6 +35,8 @@ interface JobKind {
   workflowId: (id: string) => string;
   /** The workflow's input, rebuilt from the committed row so the reconciler needs nothing else. */
   input: (row: JobRow, services: Services) => FileJobInput | ReplayWorkflowInput | DryRunWorkflowInput;
+  /** Its summary and details in the Temporal UI (temporal-metadata.ts). */
+  metadata: JobMetadataKind;
   /** What finds the job's run in the Temporal UI, besides the organization. */
   searchAttributes?: (row: JobRow) => SearchAttributePair[];
 }
@@ -40,6 +45,7 @@ const fileJobInput = (row: JobRow): FileJobInput => ({ organizationId: row.organ
 
 export const JOBS = {
   export: {
+    metadata: 'export',
     table: 'exports',
     activeStatus: 'processing',
     workflowType: EXPORT_WORKFLOW,
@@ -48,6 +54,7 @@ export const JOBS = {
     searchAttributes: (row) => [{ key: SearchAttributeKeys.exportId, value: row.id }],
   },
   report: {
+    metadata: 'report',
     table: 'reports',
     activeStatus: 'generating',
     workflowType: REPORT_WORKFLOW,
@@ -56,6 +63,7 @@ export const JOBS = {
     searchAttributes: (row) => [{ key: SearchAttributeKeys.reportId, value: row.id }],
   },
   replay: {
+    metadata: 'replay',
     table: 'replays',
     activeStatus: 'running',
     workflowType: REPLAY_WORKFLOW_TYPE,
@@ -68,6 +76,7 @@ export const JOBS = {
     }),
   },
   dryRun: {
+    metadata: 'dry_run',
     table: 'dry_runs',
     activeStatus: 'pending',
     workflowType: DRY_RUN_WORKFLOW_TYPE,
@@ -102,6 +111,7 @@ export async function dispatchJob(
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
         workflowIdConflictPolicy: 'FAIL',
         typedSearchAttributes: new TypedSearchAttributes(pairs),
+        ...jobMetadata(services.config, kind.metadata, row),
       }),
     (err) => err instanceof WorkflowExecutionAlreadyStartedError,
     timeoutMs,

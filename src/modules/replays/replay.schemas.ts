@@ -3,6 +3,7 @@ import { paginationQuery } from '../../http/pagination';
 import { isoDateTime } from '../../http/validation';
 import { z } from '../../http/zod';
 import { ERROR_TYPES } from '../executions/execution.entity';
+import { TemporalUiUrlOut } from '../../temporal-ui';
 
 export const MAX_REPLAY_EXECUTION_IDS = 10_000;
 export const REPLAY_STATUSES = ['running', 'completed', 'cancelled'] as const;
@@ -44,6 +45,7 @@ export const ReplayListQuery = z.strictObject({ ...paginationQuery, status: z.en
 export const ReplayOut = z
   .object({
     id: z.string().openapi({ example: 'rpl_4eC39HqLyjWDarjtT1zd' }),
+    temporal_ui_url: TemporalUiUrlOut,
     status: z.enum(REPLAY_STATUSES),
     filter: z.object(filterCriteria).omit({ execution_ids: true }).extend({
       execution_ids_count: z.number().int().optional().openapi({ description: 'How many execution_ids the filter named' }),

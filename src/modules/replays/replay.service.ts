@@ -13,6 +13,8 @@ import { dispatchJob, JOBS } from '../jobs/job-starter';
 import { replayWorkflowId } from '../../../temporal/replays.shared';
 import { matchingExecutionsSql } from './replay.filter';
 import type { ReplayFilter } from './replay.schemas';
+import type { Config } from '../../config';
+import { temporalUiLink } from '../../temporal-ui';
 
 interface ReplayRow {
   id: string;
@@ -34,10 +36,11 @@ interface Counts {
 const replayNotFound = () => notFound('REPLAY_NOT_FOUND', 'Replay');
 const NO_COUNTS: Counts = { started: 0, skipped: 0, failed: 0 };
 
-function toReplayOut(r: ReplayRow, c: Counts) {
+function toReplayOut(r: ReplayRow, c: Counts, config: Pick<Config, 'TEMPORAL_UI_URL' | 'TEMPORAL_NAMESPACE'>) {
   const { execution_ids, ...filter } = r.filter;
   return {
     id: r.id,
+    ...temporalUiLink(config, replayWorkflowId(r.id)),
     status: r.status,
     filter: { ...filter, ...(execution_ids ? { execution_ids_count: execution_ids.length } : {}) },
     rate_per_second: r.rate_per_second,
@@ -143,7 +146,7 @@ export class ReplayService {
         where replay_id = ? and outcome = 'failed' order by execution_id limit 100`,
       [id],
     );
-    return { ...toReplayOut(row, counts), failures };
+    return { ...toReplayOut(row, counts, this.services.config), failures };
   }
 
   async list(organizationId: string, filter: { status?: string }, page: Page) {
@@ -159,7 +162,7 @@ export class ReplayService {
       { total: number },
     ];
     const counts = await replayCounts(em, rows.map((r) => r.id));
-    return { items: rows.map((r) => toReplayOut(r, counts.get(r.id) ?? NO_COUNTS)), total };
+    return { items: rows.map((r) => toReplayOut(r, counts.get(r.id) ?? NO_COUNTS, this.services.config)), total };
   }
 
   /** Records the cancel (with its event), then cancels the workflow; a lost Temporal cancel is harmless: the next batch sees the status. */

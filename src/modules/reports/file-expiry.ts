@@ -5,6 +5,7 @@
  */
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy } from '@temporalio/client';
 import type { Services } from '../../services';
+import { fileExpiryMetadata } from '../../temporal-metadata';
 import { FILE_EXPIRY_WORKFLOW, fileExpiryScheduleId } from '../../../temporal/reports.shared';
 
 export async function ensureFileExpirySchedule(services: Services): Promise<string> {
@@ -20,6 +21,7 @@ export async function ensureFileExpirySchedule(services: Services): Promise<stri
         taskQueue: services.config.TEMPORAL_TASK_QUEUE,
         args: [],
         workflowExecutionTimeout: '30 minutes',
+        ...fileExpiryMetadata(services.config),
       },
       policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 hour' },
     });

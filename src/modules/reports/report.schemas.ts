@@ -8,6 +8,7 @@ import { GRANULARITIES } from '../metrics/execution-metrics';
 import { Channel, DESCRIPTION_MAX, NAME_MAX } from '../workflows/workflow.schemas';
 import { EXPORT_DATA_TYPES } from './export-sources';
 import { REPORT_GROUP_BY, REPORT_METRICS } from './report-data';
+import { TemporalUiUrlOut } from '../../temporal-ui';
 
 const WorkflowIds = z.array(z.string().min(1).max(64)).max(100).openapi({ description: 'Workflows of your organization; another id is 404 WORKFLOW_NOT_FOUND' });
 const Channels = z.array(Channel).max(20);
@@ -102,6 +103,7 @@ const ErrorDetail = z.object({ code: z.string(), message: z.string() });
 export const ExportOut = z
   .object({
     export_id: z.string(),
+    temporal_ui_url: TemporalUiUrlOut,
     data_type: z.enum(EXPORT_DATA_TYPES),
     format: z.enum(['csv', 'json', 'xlsx']),
     status: z.enum(['processing', 'completed', 'failed', 'expired']),
@@ -123,6 +125,7 @@ export const ExportOut = z
 export const ReportOut = z
   .object({
     report_id: z.string(),
+    temporal_ui_url: TemporalUiUrlOut,
     name: z.string(),
     description: z.string().nullable(),
     format: z.enum(['csv', 'json', 'pdf']),

@@ -20,6 +20,8 @@ import { checkFiltersApply, type ExportDataType, type ExportFilters } from './ex
 import { EXPORT_CONTENT_TYPES, type ExportJob, type ExportMetadata } from './export-writer';
 import { AnalyticsExport, Report } from './report.entity';
 import type { ExportIn, ExportOut, ReportIn, ReportOut } from './report.schemas';
+import { temporalUiLink } from '../../temporal-ui';
+import { exportWorkflowId, reportWorkflowId } from '../../../temporal/reports.shared';
 
 /** Rough throughput used for `estimated_completion` (rows per second, and a floor). */
 const ESTIMATED_ROWS_PER_SECOND = 50_000;
@@ -155,6 +157,7 @@ export class ReportService {
     const percent = r.status === 'completed' ? 100 : r.rowsTotal ? Math.min(99, Math.floor((r.rowsWritten * 100) / r.rowsTotal)) : 0;
     return {
       export_id: r.id,
+      ...temporalUiLink(this.services.config, exportWorkflowId(r.id)),
       data_type: r.dataType as ExportDataType,
       format: r.format,
       status: r.status,
@@ -303,6 +306,7 @@ export class ReportService {
   toReportOut(r: Report): z.output<typeof ReportOut> {
     return {
       report_id: r.id,
+      ...temporalUiLink(this.services.config, reportWorkflowId(r.id)),
       name: r.name,
       description: r.description,
       format: r.format,

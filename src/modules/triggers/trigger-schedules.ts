@@ -15,6 +15,7 @@
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type ScheduleOptions } from '@temporalio/client';
 import { DomainError, unavailable, unprocessable } from '../../errors';
 import type { Services } from '../../services';
+import { scheduledTriggerMetadata } from '../../temporal-metadata';
 import { SearchAttributeKeys } from '../../../temporal/shared';
 import {
   SCHEDULED_TRIGGER_WORKFLOW,
@@ -58,6 +59,14 @@ function scheduleOptions(services: Services, { trigger, workflowName }: Schedule
       typedSearchAttributes,
       memo: { trigger_name: trigger.name, workflow_name: workflowName },
       workflowExecutionTimeout: '15 minutes',
+      ...scheduledTriggerMetadata(services.config, {
+        triggerId: trigger.id,
+        triggerName: trigger.name,
+        workflowId: trigger.workflowId,
+        workflowName,
+        organizationId: trigger.organizationId,
+        channel: trigger.channel,
+      }),
     },
     // A tick that finds the previous one still running is skipped, not queued; a missed
     // tick (server or worker down) is caught up within a minute, never hours later.

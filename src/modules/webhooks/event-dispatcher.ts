@@ -18,6 +18,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { TypedSearchAttributes, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { hotQuery } from '../../db/hot-query';
 import type { Services } from '../../services';
+import { webhookDeliveryMetadata } from '../../temporal-metadata';
 import { SearchAttributeKeys } from '../../../temporal/shared';
 import { deliveryWorkflowId, WEBHOOK_DELIVERY_WORKFLOW_TYPE, newDeliveryStart, type NewDeliveryInput } from '../../../temporal/webhooks.shared';
 
@@ -149,6 +150,7 @@ export class EventDispatcher {
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
         workflowIdConflictPolicy: 'USE_EXISTING',
         typedSearchAttributes: new TypedSearchAttributes([{ key: SearchAttributeKeys.organizationId, value: event.organization_id }]),
+        ...webhookDeliveryMetadata(this.services.config, { eventId: event.id, eventType: event.type, webhookId: hook.id, organizationId: event.organization_id }),
       });
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) return; // an earlier dispatch started it

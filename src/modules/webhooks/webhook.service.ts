@@ -13,6 +13,7 @@ import { conflict, invalid, notFound, unprocessable } from '../../errors';
 import { offsetOf, type Page } from '../../http/pagination';
 import { newId, randomBase62 } from '../../ids';
 import type { Services } from '../../services';
+import { webhookDeliveryMetadata } from '../../temporal-metadata';
 import { type EventType, OutboxEvent } from '../events/event.entity';
 import { redeliveryWorkflowId, WEBHOOK_DELIVERY_WORKFLOW_TYPE, newDeliveryStart, type NewDeliveryInput } from '../../../temporal/webhooks.shared';
 import { buildEventPayload } from './webhook.delivery';
@@ -191,6 +192,7 @@ export class WebhookService {
       ...newDeliveryStart(input),
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       workflowIdConflictPolicy: 'FAIL',
+      ...webhookDeliveryMetadata(this.services.config, { eventId: event.id, eventType: event.type, webhookId: hook.id, organizationId, redelivery: true }),
     });
     return { delivery_id: workflowId, webhook_id: hook.id, event_id: event.id, log_id: log.id, status: 'queued' as const };
   }
