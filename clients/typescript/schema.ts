@@ -5318,12 +5318,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5774,12 +5771,9 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in that limit's window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description When that window resets, in Unix seconds */
-                    "X-RateLimit-Reset"?: number;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
