@@ -429,6 +429,7 @@ const VALID_BODIES: Record<string, object> = {
   'POST /v1/workflows/{workflow_id}/dry-runs': { execution_ids: ['exec_missing'] },
   'PUT /v1/webhooks/{webhook_id}': { name: 'Renamed' },
   'POST /v1/webhooks/{webhook_id}/test': { event_type: 'workflow.completed' },
+  'POST /v1/webhooks/{webhook_id}/rotate-secret': {},
   'PUT /v1/triggers/{trigger_id}': { name: 'Renamed' },
   'POST /v1/triggers/{trigger_id}/fire': { order: 1 },
   'PUT /v1/customers/{customer_id}': { name: 'Renamed' },
