@@ -105,6 +105,7 @@ describe('tenancy', () => {
     'post /v1/workflows/{workflow_id}/dry-runs': { execution_ids: [ids.execution_id] },
     'put /v1/webhooks/{webhook_id}': { name: 'Taken over' },
     'post /v1/webhooks/{webhook_id}/test': { event_type: 'workflow.completed' },
+    'post /v1/webhooks/{webhook_id}/rotate-secret': {},
     'put /v1/triggers/{trigger_id}': { name: 'Taken over' },
     'post /v1/triggers/{trigger_id}/fire': { order: 1 },
     'put /v1/customers/{customer_id}': { name: 'Taken over' },
