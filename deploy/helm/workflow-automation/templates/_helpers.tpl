@@ -1,0 +1,123 @@
+{{/* Names and labels shared by every template. */}}
+
+{{- define "wfa.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "wfa.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "wfa.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ include "wfa.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* Selector labels of one component: call with (dict "ctx" $ "component" "api"). */}}
+{{- define "wfa.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "wfa.name" .ctx }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "wfa.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{- define "wfa.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "wfa.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret holding the credentials: the user's existingSecret or the chart's own. */}}
+{{- define "wfa.secretName" -}}
+{{- default (include "wfa.fullname" .) .Values.existingSecret -}}
+{{- end -}}
+
+{{/*
+The variables of src/config.ts that are settings, not credentials. Refuses what a release
+cannot run without, so that a broken release fails at `helm install`, not in a crash loop.
+*/}}
+{{- define "wfa.configData" -}}
+{{- $v := .Values -}}
+{{- $c := dict
+  "NODE_ENV" "production"
+  "PORT" (toString $v.api.port)
+  "LOG_LEVEL" (toString $v.logLevel)
+  "TEMPORAL_ADDRESS" (required "temporal.address is required: the frontend of an existing Temporal cluster (host:7233)" $v.temporal.address)
+  "TEMPORAL_NAMESPACE" (toString $v.temporal.namespace)
+  "TEMPORAL_TASK_QUEUE" (toString $v.temporal.taskQueue)
+  "DATABASE_POOL_MAX" (toString $v.postgresql.poolMax)
+  "DATABASE_ACQUIRE_TIMEOUT_MS" (toString $v.postgresql.acquireTimeoutMs)
+  "REDIS_KEY_PREFIX" (toString $v.redis.keyPrefix)
+  "FILE_STORAGE" "s3"
+  "S3_BUCKET" (required "s3.bucket is required: the API and the worker run in different pods and share report and export files through S3 only" $v.s3.bucket)
+  "S3_REGION" (toString $v.s3.region)
+  "S3_FORCE_PATH_STYLE" (toString $v.s3.forcePathStyle)
+  "S3_PRESIGNED_DOWNLOAD_TTL_SECONDS" (toString $v.s3.presignedDownloadTtlSeconds)
+-}}
+{{- with $v.publicBaseUrl }}{{ $_ := set $c "PUBLIC_BASE_URL" . }}{{ end -}}
+{{- with $v.temporal.uiUrl }}{{ $_ := set $c "TEMPORAL_UI_URL" . }}{{ end -}}
+{{- with $v.s3.endpoint }}{{ $_ := set $c "S3_ENDPOINT" . }}{{ end -}}
+{{- with $v.trustProxy }}{{ $_ := set $c "TRUST_PROXY" (toString .) }}{{ end -}}
+{{- $reserved := list "MIGRATE_ON_START" "METRICS_PORT" "DATABASE_URL" "REDIS_URL" "S3_ACCESS_KEY_ID" "S3_SECRET_ACCESS_KEY" "AI_MODEL_API_KEY" -}}
+{{- range $name, $value := $v.config -}}
+{{- if or (hasKey $c $name) (has $name $reserved) -}}
+{{- fail (printf "config.%s: set by the chart from its own values or secrets (see values.yaml)" $name) -}}
+{{- end -}}
+{{- $_ := set $c $name (toString $value) -}}
+{{- end -}}
+{{- toYaml $c -}}
+{{- end -}}
+
+{{/* Pod-level settings both Deployments share: call with (dict "ctx" $ "component" .Values.api). */}}
+{{- define "wfa.podScheduling" -}}
+{{- with .component.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .component.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .component.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .component.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Environment both roles share: settings, credentials, and no migration at start. */}}
+{{- define "wfa.envFrom" -}}
+envFrom:
+  - configMapRef:
+      name: {{ include "wfa.fullname" . }}
+  - secretRef:
+      name: {{ include "wfa.secretName" . }}
+{{- end -}}
+
+{{/* Restarts the pods when the settings or the chart's credentials change. */}}
+{{- define "wfa.checksums" -}}
+checksum/config: {{ include "wfa.configData" . | sha256sum }}
+{{- if not .Values.existingSecret }}
+checksum/secret: {{ toJson .Values.secrets | sha256sum }}
+{{- end }}
+{{- end -}}

@@ -1,0 +1,238 @@
+/**
+ * The Kubernetes chart (deploy/helm/workflow-automation), validated offline: `helm lint`
+ * and `helm template` under each values example, every rendered object checked against
+ * the Kubernetes API schemas (and KEDA's and prometheus-operator's), and the settings the
+ * pods get checked against the service's own configuration loader.
+ * helm is built before jest runs (.ci/run, `npm test`'s pretest); this file only looks it up.
+ */
+import { execFileSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { findHelm, helmMissingMessage } from '../../scripts/lib/helm';
+import { loadConfig } from '../../src/config';
+import { type KubernetesObject, validateKubernetesObject } from './kubernetes-schemas';
+
+const CHART = path.resolve(__dirname, '../../deploy/helm/workflow-automation');
+const EXAMPLES = readdirSync(path.join(CHART, 'examples'))
+  .filter((f) => f.endsWith('.yaml'))
+  .sort();
+const exampleFile = (name: string) => path.join(CHART, 'examples', name);
+
+let helmPath: string;
+
+beforeAll(() => {
+  const found = findHelm();
+  if (!found) throw new Error(helmMissingMessage());
+  helmPath = found;
+});
+
+function helm(args: string[]): string {
+  try {
+    return execFileSync(helmPath, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string };
+    throw new Error(`helm ${args.join(' ')} failed:\n${e.stderr ?? ''}${e.stdout ?? ''}`);
+  }
+}
+
+function render(valuesFiles: string[], sets: string[] = []): KubernetesObject[] {
+  const out = helm([
+    'template', 'wfa', CHART, '--namespace', 'wfa', '--kube-version', '1.30.0',
+    ...valuesFiles.flatMap((f) => ['--values', f]),
+    ...sets.flatMap((s) => ['--set', s]),
+  ]);
+  return parseAllDocuments(out)
+    .map((doc) => doc.toJS() as KubernetesObject | null)
+    .filter((o): o is KubernetesObject => o !== null);
+}
+
+const find = (objects: KubernetesObject[], kind: string, name: string) => {
+  const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
+  if (!found) throw new Error(`no ${kind} ${name} in: ${objects.map((o) => `${o.kind}/${o.metadata.name}`).join(', ')}`);
+  return found as KubernetesObject & { spec: any; data?: Record<string, string>; stringData?: Record<string, string> };
+};
+const container = (deployment: { spec: any }) => deployment.spec.template.spec.containers[0];
+const envOf = (c: { env?: Array<{ name: string; value?: string; valueFrom?: unknown }> }) =>
+  Object.fromEntries((c.env ?? []).map((e) => [e.name, e.value ?? e.valueFrom]));
+
+describe('chart: lint and schemas', () => {
+  test('there are values examples to check', () => {
+    expect(EXAMPLES).toEqual(['minimal.yaml', 'production.yaml']);
+  });
+
+  test.each(EXAMPLES)('helm lint --strict passes with examples/%s', (example) => {
+    expect(helm(['lint', '--strict', CHART, '--values', exampleFile(example)])).toContain('0 chart(s) failed');
+  });
+
+  test.each(EXAMPLES)('every object rendered with examples/%s is valid against its Kubernetes schema', (example) => {
+    const objects = render([exampleFile(example)]);
+    expect(objects.length).toBeGreaterThan(8);
+    for (const object of objects) validateKubernetesObject(object);
+  });
+
+  test('the validator rejects a broken object and a kind it has no schema for', () => {
+    const api = find(render([exampleFile('minimal.yaml')]), 'Deployment', 'wfa-workflow-automation-api');
+    const broken = structuredClone(api);
+    container(broken).ports[0].containerPort = 'http';
+    expect(() => validateKubernetesObject(broken)).toThrow(/containerPort must be integer/);
+    const missingName = structuredClone(api);
+    delete container(missingName).name;
+    expect(() => validateKubernetesObject(missingName)).toThrow(/containers\/0 must have required property name/);
+    expect(() => validateKubernetesObject({ apiVersion: 'v1', kind: 'Pdo', metadata: { name: 'x' } })).toThrow(/no schema for v1\/Pdo/);
+  });
+});
+
+describe('chart: what it runs (examples/minimal.yaml)', () => {
+  const objects = () => render([exampleFile('minimal.yaml')]);
+
+  test('renders the API with its HPA, the worker, the migration Job, settings, credentials and budgets', () => {
+    expect(objects().map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual([
+      'ConfigMap/wfa-workflow-automation',
+      'Deployment/wfa-workflow-automation-api',
+      'Deployment/wfa-workflow-automation-worker',
+      'HorizontalPodAutoscaler/wfa-workflow-automation-api',
+      'Job/wfa-workflow-automation-migrate',
+      'PodDisruptionBudget/wfa-workflow-automation-api',
+      'PodDisruptionBudget/wfa-workflow-automation-worker',
+      'Secret/wfa-workflow-automation',
+      'Secret/wfa-workflow-automation-migrate',
+      'Service/wfa-workflow-automation-api',
+      'Service/wfa-workflow-automation-worker-metrics',
+      'ServiceAccount/wfa-workflow-automation',
+    ]);
+  });
+
+  test('the API: role api, probes on /readyz and /healthz of its port, no migration at start, scaled on CPU', () => {
+    const all = objects();
+    const api = find(all, 'Deployment', 'wfa-workflow-automation-api');
+    const c = container(api);
+    expect(c.args).toEqual(['api']);
+    expect(c.ports).toEqual([{ name: 'http', containerPort: 3000, protocol: 'TCP' }]);
+    expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
+    expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
+    expect(envOf(c).MIGRATE_ON_START).toBe('false');
+    // The HPA owns the count: a replicas field would reset it at every upgrade.
+    expect(api.spec.replicas).toBeUndefined();
+    const hpa = find(all, 'HorizontalPodAutoscaler', 'wfa-workflow-automation-api');
+    expect(hpa.spec.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', name: 'wfa-workflow-automation-api' });
+    expect(hpa.spec.metrics).toEqual([{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 70 } } }]);
+    expect(c.resources.requests.cpu).toBe('500m');
+    const service = find(all, 'Service', 'wfa-workflow-automation-api');
+    expect(service.spec.ports[0].targetPort).toBe('http');
+    expect(service.spec.selector).toEqual(api.spec.selector.matchLabels);
+    const annotations = api.spec.template.metadata.annotations;
+    expect(annotations).toMatchObject({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': '3000', 'prometheus.io/path': '/metrics' });
+  });
+
+  test('the worker: role worker, its own /metrics port, no migration at start, a grace period longer than its 30 s drain', () => {
+    const worker = find(objects(), 'Deployment', 'wfa-workflow-automation-worker');
+    const c = container(worker);
+    expect(c.args).toEqual(['worker']);
+    expect(envOf(c)).toEqual({ MIGRATE_ON_START: 'false', METRICS_PORT: '9464' });
+    expect(c.livenessProbe.httpGet).toEqual({ path: '/metrics', port: 'metrics' });
+    expect(worker.spec.replicas).toBe(2);
+    expect(worker.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThan(30);
+    expect(worker.spec.template.metadata.annotations['prometheus.io/port']).toBe('9464');
+  });
+
+  test('migrations: a pre-install/pre-upgrade Job running scripts/migrate.ts, its database URL in a hook Secret created before it', () => {
+    const all = objects();
+    const job = find(all, 'Job', 'wfa-workflow-automation-migrate');
+    expect(job.metadata.annotations).toMatchObject({
+      'helm.sh/hook': 'pre-install,pre-upgrade',
+      'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded',
+    });
+    const c = container(job);
+    expect(c.command).toEqual(['node', '--require', 'tsx/cjs', 'scripts/migrate.ts']);
+    expect(envOf(c).DATABASE_URL).toEqual({ secretKeyRef: { name: 'wfa-workflow-automation-migrate', key: 'DATABASE_URL' } });
+    // The chart's ServiceAccount does not exist yet when a pre-install hook runs.
+    expect(job.spec.template.spec.serviceAccountName).toBeUndefined();
+    const secret = find(all, 'Secret', 'wfa-workflow-automation-migrate');
+    expect(secret.metadata.annotations?.['helm.sh/hook']).toBe('pre-install,pre-upgrade');
+    expect(Number(secret.metadata.annotations?.['helm.sh/hook-weight'])).toBeLessThan(Number(job.metadata.annotations?.['helm.sh/hook-weight']));
+    expect(secret.stringData?.DATABASE_URL).toMatch(/^postgresql:\/\//);
+  });
+
+  test('the settings and credentials the pods get are accepted by the service\'s configuration loader, name by name', () => {
+    const all = objects();
+    const settings = find(all, 'ConfigMap', 'wfa-workflow-automation').data ?? {};
+    const credentials = find(all, 'Secret', 'wfa-workflow-automation').stringData ?? {};
+    const workerEnv = envOf(container(find(all, 'Deployment', 'wfa-workflow-automation-worker'))) as Record<string, string>;
+    const { MIGRATE_ON_START: _migrate, ...workerSettings } = workerEnv;
+    const env = { ...settings, ...credentials, ...workerSettings };
+    const config = loadConfig(env) as unknown as Record<string, unknown>;
+    // Every name the chart sets is one the service reads (an unknown one would be ignored).
+    for (const name of Object.keys(env)) expect([name, name in config]).toEqual([name, true]);
+    expect(config).toMatchObject({ FILE_STORAGE: 's3', S3_BUCKET: 'wfa-files', S3_FORCE_PATH_STYLE: true, PORT: 3000, METRICS_PORT: 9464, NODE_ENV: 'production' });
+  });
+});
+
+describe('chart: production example (existingSecret, KEDA, ServiceMonitor)', () => {
+  const objects = () => render([exampleFile('production.yaml')]);
+
+  test('credentials come from the existing Secret: the chart writes none', () => {
+    const all = objects();
+    expect(all.filter((o) => o.kind === 'Secret')).toEqual([]);
+    for (const name of ['wfa-workflow-automation-api', 'wfa-workflow-automation-worker']) {
+      expect(container(find(all, 'Deployment', name)).envFrom).toEqual([
+        { configMapRef: { name: 'wfa-workflow-automation' } },
+        { secretRef: { name: 'wfa-credentials' } },
+      ]);
+    }
+    expect(envOf(container(find(all, 'Job', 'wfa-workflow-automation-migrate'))).DATABASE_URL).toEqual({
+      secretKeyRef: { name: 'wfa-credentials', key: 'DATABASE_URL' },
+    });
+  });
+
+  test('KEDA scales the worker on the Temporal task queue the worker polls', () => {
+    const all = objects();
+    const settings = find(all, 'ConfigMap', 'wfa-workflow-automation').data ?? {};
+    const scaled = find(all, 'ScaledObject', 'wfa-workflow-automation-worker');
+    expect(scaled.spec.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', name: 'wfa-workflow-automation-worker' });
+    expect(scaled.spec.triggers).toHaveLength(1);
+    expect(scaled.spec.triggers[0].type).toBe('temporal');
+    expect(scaled.spec.triggers[0].metadata).toMatchObject({
+      endpoint: settings.TEMPORAL_ADDRESS,
+      namespace: settings.TEMPORAL_NAMESPACE,
+      taskQueue: settings.TEMPORAL_TASK_QUEUE,
+      targetQueueSize: '20',
+    });
+    expect([scaled.spec.minReplicaCount, scaled.spec.maxReplicaCount]).toEqual([2, 20]);
+    // KEDA owns the count.
+    expect(find(all, 'Deployment', 'wfa-workflow-automation-worker').spec.replicas).toBeUndefined();
+  });
+
+  test('the ServiceMonitor scrapes the named ports of the API and worker Services, which it selects', () => {
+    const all = objects();
+    const monitor = find(all, 'ServiceMonitor', 'wfa-workflow-automation');
+    expect(monitor.metadata.labels?.release).toBe('kube-prometheus-stack');
+    const selected = all.filter(
+      (o) => o.kind === 'Service' && Object.entries(monitor.spec.selector.matchLabels).every(([k, v]) => o.metadata.labels?.[k] === v),
+    ) as unknown as Array<{ spec: any }>;
+    const servicePorts = selected.flatMap((s) => s.spec.ports.map((p: { name: string }) => p.name)).sort();
+    expect(servicePorts).toEqual(['http', 'metrics']);
+    expect(monitor.spec.endpoints.map((e: { port: string; path: string }) => `${e.port} ${e.path}`)).toEqual(['http /metrics', 'metrics /metrics']);
+    expect(container(find(all, 'Deployment', 'wfa-workflow-automation-api')).ports[0].name).toBe('http');
+    expect(container(find(all, 'Deployment', 'wfa-workflow-automation-worker')).ports[0].name).toBe('metrics');
+  });
+});
+
+describe('chart: refuses releases that cannot work', () => {
+  const minimal = exampleFile('minimal.yaml');
+
+  test('without a database, a Redis and a bucket (the defaults alone)', () => {
+    expect(() => render([])).toThrow(/(secrets\.DATABASE_URL|secrets\.REDIS_URL|s3\.bucket) is required/);
+  });
+
+  test('a worker grace period that does not cover the 30 s drain', () => {
+    expect(() => render([minimal], ['worker.terminationGracePeriodSeconds=30'])).toThrow(/longer than the worker's 30 s drain/);
+    expect(render([minimal], ['worker.terminationGracePeriodSeconds=31']).length).toBeGreaterThan(0);
+  });
+
+  test('a setting in `config` that the chart sets itself, or a credential there', () => {
+    expect(() => render([minimal], ['config.LOG_LEVEL=debug'])).toThrow(/config\.LOG_LEVEL: set by the chart/);
+    expect(() => render([minimal], ['config.MIGRATE_ON_START=true'])).toThrow(/config\.MIGRATE_ON_START: set by the chart/);
+    expect(() => render([minimal], ['config.DATABASE_URL=postgresql://x'])).toThrow(/config\.DATABASE_URL: set by the chart/);
+  });
+});
