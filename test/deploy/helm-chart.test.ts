@@ -198,7 +198,7 @@ describe('chart: production example (existingSecret, KEDA, ServiceMonitor)', () 
       taskQueue: settings.TEMPORAL_TASK_QUEUE,
       targetQueueSize: '20',
     });
-    expect([scaled.spec.minReplicaCount, scaled.spec.maxReplicaCount]).toEqual([2, 20]);
+    expect([scaled.spec.minReplicaCount, scaled.spec.maxReplicaCount]).toEqual([2, 10]);
     // KEDA owns the count.
     expect(find(all, 'Deployment', 'wfa-workflow-automation-worker').spec.replicas).toBeUndefined();
   });
