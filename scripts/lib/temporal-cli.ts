@@ -3,16 +3,12 @@
  * installing it once into a cache directory outside the work tree when it is missing.
  * Docker does not run here, so this binary is our only Temporal server.
  */
-import { findOrInstallTool, toolCacheDir, type GoTool } from './go-tools';
+import { findOrInstallTool, type GoTool } from './go-tools';
 
 /** Later CLI tags carry a `replace` directive and cannot be `go install`ed. */
 export const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
 
 const TEMPORAL_CLI: GoTool = { name: 'temporal', module: TEMPORAL_CLI_MODULE, preferPath: true };
-
-export function temporalCliCacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  return toolCacheDir(env);
-}
 
 /**
  * Path of a `temporal` executable: on PATH, else in the cache, else freshly built with
