@@ -230,6 +230,12 @@ describe('chart: refuses releases that cannot work', () => {
     expect(render([minimal], ['worker.terminationGracePeriodSeconds=31']).length).toBeGreaterThan(0);
   });
 
+  test('a misspelt value, or a `config` name that is no environment variable (values.schema.json)', () => {
+    expect(() => render([minimal], ['worker.keda.enabeld=true'])).toThrow(/additional properties 'enabeld' not allowed/);
+    expect(() => render([minimal], ['config.log_level=debug'])).toThrow(/invalid propertyName 'log_level'/);
+    expect(() => render([minimal], ['logLevel=verbose'])).toThrow(/at '\/logLevel'/);
+  });
+
   test('a setting in `config` that the chart sets itself, or a credential there', () => {
     expect(() => render([minimal], ['config.LOG_LEVEL=debug'])).toThrow(/config\.LOG_LEVEL: set by the chart/);
     expect(() => render([minimal], ['config.MIGRATE_ON_START=true'])).toThrow(/config\.MIGRATE_ON_START: set by the chart/);
