@@ -63,7 +63,8 @@ export async function createApiServices(services: Services): Promise<ApiServices
   const apiKeys = createApiKeyVerifier(services);
   const jwtVerifier = createJwtVerifier(services);
   const oauth = await createOAuthState(services);
-  // API keys first: their prefix is cheapest to recognise and they are the hottest credential.
+  // The first verifier that accepts a token decides: a `wfa_` token is always an API key, and
+  // API keys, the hottest credential, are recognised with the cheapest test.
   const authenticator = new Authenticator([apiKeys, jwtVerifier, oauth.oauthTokens]);
   return { ...services, ...oauth, ...createInboundState(services), authenticator, apiKeys, jwtVerifier };
 }
