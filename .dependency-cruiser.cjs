@@ -34,6 +34,13 @@ module.exports = {
       },
     },
     {
+      name: 'workflow-types-stay-in-temporal',
+      severity: 'error',
+      comment: 'The types a workflow imports (its activities\' interfaces, SDK types) come from temporal/ or the Temporal SDK, not from the service.',
+      from: { path: '^temporal/workflows/' },
+      to: { dependencyTypes: ['type-only'], pathNot: ['^temporal/', '(^|/)node_modules/@temporalio/'] },
+    },
+    {
       name: 'services-do-not-import-koa',
       severity: 'error',
       comment:
