@@ -18,9 +18,10 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Client, Pool } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { createApp } from '../src/app';
+import { createApiServices, createApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import { createOrm, migrate } from '../src/db/orm';
+import { entities } from '../src/entities';
 import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
 import { WorkflowService } from '../src/modules/workflows/workflow.service';
 import { closeServices, createServices } from '../src/services';
@@ -207,7 +208,7 @@ export async function run(args: string[]) {
     RATE_LIMIT_ANALYTICS_HISTORICAL_PER_HOUR: high,
     RATE_LIMIT_ANALYTICS_REALTIME_PER_HOUR: high,
   });
-  const orm = await createOrm(db.url, config.DATABASE_POOL_MAX);
+  const orm = await createOrm(entities, db.url, config.DATABASE_POOL_MAX);
   let server: Server | undefined;
   // Migrated first: the services read tables at start (the OAuth server's keys).
   await migrate(orm);
@@ -232,7 +233,7 @@ export async function run(args: string[]) {
     }
     await seed(db.url, org.id, workflows, executions);
 
-    server = createApp(services).app.listen(0, '127.0.0.1');
+    server = createApp(await createApiServices(services)).app.listen(0, '127.0.0.1');
     await new Promise<void>((r) => server!.once('listening', r));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const headers = { authorization: `Bearer ${key}` };

@@ -17,10 +17,11 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { Pool } from 'pg';
-import { createApp } from '../src/app';
+import { createApiServices, createApp } from '../src/app';
 import { bufferedDestination, createLogger } from '../src/logger';
 import { loadConfig } from '../src/config';
 import { createOrm, migrate } from '../src/db/orm';
+import { entities } from '../src/entities';
 import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
 import { WorkflowService } from '../src/modules/workflows/workflow.service';
 import { closeServices, createServices } from '../src/services';
@@ -66,7 +67,7 @@ export async function run(args: string[]) {
     RATE_LIMIT_CREDENTIAL_PER_HOUR: high,
     RATE_LIMIT_RESOURCE_READ_PER_HOUR: high,
   });
-  const orm = await createOrm(db.url, config.DATABASE_POOL_MAX);
+  const orm = await createOrm(entities, db.url, config.DATABASE_POOL_MAX);
   await migrate(orm);
   const services = await createServices(config, { orm, logger: createLogger(logLevel, bufferedDestination('/dev/null')) });
   const keys = new ApiKeyService(orm.em.fork());
@@ -93,7 +94,7 @@ export async function run(args: string[]) {
   });
 
   const floor = await listen(floorApp);
-  const ours = await listen(createApp(services).app);
+  const ours = await listen(createApp(await createApiServices(services)).app);
   const ceiling = await listen(ceilingApp);
   log(machineLine());
   log(`${rounds} interleaved rounds of ${duration} s per target, ${connections} connections`);

@@ -40,10 +40,11 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
 import { Client } from 'pg';
 import { type Client as TemporalClient, WorkflowNotFoundError } from '@temporalio/client';
-import { createApp } from '../src/app';
+import { createApiServices, createApp } from '../src/app';
 import { TimedPoster } from './support/timed-post';
 import { loadConfig } from '../src/config';
 import { createOrm, migrate, type Orm } from '../src/db/orm';
+import { entities } from '../src/entities';
 import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
 import { closeServices, createServices } from '../src/services';
 import { createActivities } from '../temporal/activities';
@@ -301,7 +302,7 @@ export async function run(args: string[]): Promise<void> {
     RATE_LIMIT_RESOURCE_WRITE_PER_HOUR: '1000000',
   };
   const config = loadConfig({ ...process.env, ...env });
-  const orm = await createOrm(db.url, 20);
+  const orm = await createOrm(entities, db.url, 20);
   await migrate(orm);
   const services = await createServices(config, { orm });
   let server: Server | undefined;
@@ -316,7 +317,7 @@ export async function run(args: string[]): Promise<void> {
     base = `http://127.0.0.1:${port}`;
     await untilHealthy(base, apiProcess);
   } else {
-    const { app } = createApp(services);
+    const { app } = createApp(await createApiServices(services));
     server = app.listen(0, '127.0.0.1');
     await new Promise<void>((r) => server!.once('listening', r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -15,9 +15,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { createApp } from '../src/app';
+import { createApiServices, createApp } from '../src/app';
 import { loadConfig } from '../src/config';
 import { createOrm, migrate } from '../src/db/orm';
+import { entities } from '../src/entities';
 import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
 import { exportRowsQuery } from '../src/modules/reports/export-sources';
 import { closeServices, createServices } from '../src/services';
@@ -48,10 +49,10 @@ export async function run(args: string[]): Promise<void> {
     LOG_LEVEL: 'warn',
   };
   const config = loadConfig({ ...process.env, ...env, LOG_LEVEL: 'silent' });
-  const orm = await createOrm(config.DATABASE_URL, config.DATABASE_POOL_MAX);
+  const orm = await createOrm(entities, config.DATABASE_URL, config.DATABASE_POOL_MAX);
   await migrate(orm);
   const services = await createServices(config, { orm });
-  const { app } = createApp(services);
+  const { app } = createApp(await createApiServices(services));
   const server: Server = app.listen(0, '127.0.0.1');
   await new Promise<void>((r) => server.once('listening', r));
   const api = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

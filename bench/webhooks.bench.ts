@@ -36,6 +36,7 @@ import { Context } from '@temporalio/activity';
 import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
 import { loadConfig } from '../src/config';
 import { createOrm, migrate } from '../src/db/orm';
+import { entities } from '../src/entities';
 import { recordEvent } from '../src/modules/events/outbox';
 import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
 import { DISPATCH_START_CONCURRENCY, EventDispatcher } from '../src/modules/webhooks/event-dispatcher';
@@ -140,7 +141,7 @@ export async function run(args: string[]): Promise<void> {
     WEBHOOK_EXTRA_CA_FILE: receiver.caFile,
     LOG_LEVEL: 'silent',
   });
-  const orm = await createOrm(config.DATABASE_URL, config.DATABASE_POOL_MAX);
+  const orm = await createOrm(entities, config.DATABASE_URL, config.DATABASE_POOL_MAX);
   await migrate(orm);
   const services = await createServices(config, { orm });
 

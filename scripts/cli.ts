@@ -9,7 +9,8 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { loadConfig } from '../src/config';
 import { createOrm, ensureDatabase, migrate, type Orm } from '../src/db/orm';
-import { PERMISSIONS } from '../src/modules/api-keys/api-key.entity';
+import { entities } from '../src/entities';
+import { PERMISSIONS } from '../src/credentials/scopes';
 import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../src/modules/users/password';
 import { UserService } from '../src/modules/users/user.service';
@@ -42,7 +43,7 @@ async function readPassword(): Promise<string> {
 async function withOrm(run: (orm: Orm) => Promise<void>) {
   const config = loadConfig();
   await ensureDatabase(config.DATABASE_URL);
-  const orm = await createOrm(config.DATABASE_URL, 2);
+  const orm = await createOrm(entities, config.DATABASE_URL, 2);
   try {
     await migrate(orm);
     await run(orm);

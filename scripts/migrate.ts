@@ -1,11 +1,12 @@
 /** Creates the database if missing and applies the committed migrations. */
 import { loadConfig } from '../src/config';
 import { createOrm, ensureDatabase, migrate } from '../src/db/orm';
+import { entities } from '../src/entities';
 
 async function main() {
   const config = loadConfig();
   await ensureDatabase(config.DATABASE_URL);
-  const orm = await createOrm(config.DATABASE_URL, 2);
+  const orm = await createOrm(entities, config.DATABASE_URL, 2);
   try {
     await migrate(orm);
     process.stdout.write('Migrations applied.\n');

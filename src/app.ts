@@ -1,6 +1,8 @@
 /**
- * Builds the Koa application from a `Services` bag without listening, so tests and the
- * server share the same wiring. Order: request id + access log + error envelope → OAuth
+ * Builds the Koa application without listening, so tests and the server share the same
+ * wiring: first the API's own state on top of the shared `Services` (`createApiServices`:
+ * the credential verifiers and the authenticator that asks them, the OAuth server, the
+ * inbound caches), then the app. Order: request id + access log + error envelope → OAuth
  * server → JSON body and input guard (NUL characters, nesting) → routes (by path prefix)
  * with the 404/405 fallbacks. There is no ORM request context (AsyncLocalStorage costs every promise of every
  * request): each service gets its own `em.fork()`.
@@ -18,7 +20,12 @@ import { requestContext, withNotFoundFallback } from './http/middleware';
 import { generateDocument, OpenAPIRegistry, registerOperationalDocs } from './http/openapi';
 import { routeByPrefix } from './http/prefix-router';
 import { forwardedByTrustedProxies, parseTrustProxy } from './http/trusted-proxies';
+import { Authenticator } from './http/auth';
 import { type AnyRoute, mountRoutes } from './http/route';
+import { type ApiKeyVerifier, createApiKeyVerifier } from './modules/api-keys/api-key-verifier';
+import { createJwtVerifier, type JwtVerifier } from './modules/applications/jwt-verifier';
+import { createInboundState, type InboundState } from './modules/inbound/inbound-state';
+import { createOAuthState, type OAuthState } from './modules/oauth/oauth-state';
 import { apiKeyRoutes } from './modules/api-keys/api-key.routes';
 import { applicationRoutes } from './modules/applications/application.routes';
 import { userRoutes } from './modules/users/user.routes';
@@ -41,8 +48,29 @@ import { registerWebhookEventDocs } from './modules/webhooks/webhook.events-doc'
 import type { Services } from './services';
 import { readinessChecks } from './readiness';
 
+/** What the API serves with: the shared infrastructure and the modules' own state. */
+export type ApiServices = Services &
+  OAuthState &
+  InboundState & {
+    /** Reads the Bearer credential with the verifiers below (src/http/auth.ts). */
+    authenticator: Authenticator;
+    apiKeys: ApiKeyVerifier;
+    jwtVerifier: JwtVerifier;
+  };
+
+/** Builds the modules' state an API process needs; a worker needs none of it. */
+export async function createApiServices(services: Services): Promise<ApiServices> {
+  const apiKeys = createApiKeyVerifier(services);
+  const jwtVerifier = createJwtVerifier(services);
+  const oauth = await createOAuthState(services);
+  // The first verifier that accepts a token decides: a `wfa_` token is always an API key, and
+  // API keys, the hottest credential, are recognised with the cheapest test.
+  const authenticator = new Authenticator([apiKeys, jwtVerifier, oauth.oauthTokens]);
+  return { ...services, ...oauth, ...createInboundState(services), authenticator, apiKeys, jwtVerifier };
+}
+
 /** Every module's routes; a new module adds its factory here. */
-export const ROUTE_FACTORIES: Array<(s: Services) => AnyRoute[]> = [
+export const ROUTE_FACTORIES: Array<(s: ApiServices) => AnyRoute[]> = [
   apiKeyRoutes,
   workflowRoutes,
   webhookRoutes,
@@ -62,11 +90,11 @@ export const ROUTE_FACTORIES: Array<(s: Services) => AnyRoute[]> = [
 ];
 
 /** Routers outside /v1 that every app mounts (receivers that authenticate requests their own way). */
-const EXTRA_ROUTER_FACTORIES: Array<(s: Services) => Router> = [triggerReceiverRouter];
+const EXTRA_ROUTER_FACTORIES: Array<(s: ApiServices) => Router> = [triggerReceiverRouter];
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-export function createApp(services: Services) {
+export function createApp(services: ApiServices) {
   const trust = parseTrustProxy(services.config.TRUST_PROXY);
   // X-Forwarded-* count only when TRUST_PROXY names our proxies (src/http/trusted-proxies.ts).
   const app = new Koa({ proxy: trust.kind !== 'none' });
@@ -105,7 +133,7 @@ export function createApp(services: Services) {
 }
 
 /** Mounts every /v1 route on `router` and returns the OpenAPI document that describes them and the routes outside /v1. */
-function mountApi(router: Router, services: Services) {
+function mountApi(router: Router, services: ApiServices) {
   const registry = new OpenAPIRegistry();
   for (const factory of ROUTE_FACTORIES) mountRoutes(router, registry, services, factory(services));
   registerWebhookEventDocs(registry);
@@ -193,6 +221,6 @@ export function openApiDocument(config: Services['config']) {
     throw new Error(`openApiDocument: services.${String(name)} is not available while only building the document`);
   };
   const poison = (name: PropertyKey) => new Proxy(() => undefined, { get: () => unavailable(name), apply: () => unavailable(name) });
-  const services = new Proxy({} as Services, { get: (_, name) => (name === 'config' ? config : poison(name)) });
+  const services = new Proxy({} as ApiServices, { get: (_, name) => (name === 'config' ? config : poison(name)) });
   return mountApi(new Router(), services);
 }

@@ -45,3 +45,6 @@ export const gone = (code: string, message: string) => new DomainError('gone', c
 
 export const unavailable = (code: string, message: string, retryAfterSeconds: number) =>
   new DomainError('unavailable', code, message, { retryAfterSeconds });
+
+/** Contention that outlived its retries (a deadlock, a write conflict): 503 with Retry-After, never a 500. */
+export const busyWithConflict = () => unavailable('SERVICE_UNAVAILABLE', 'The service is busy with a conflicting change; retry shortly', 1);

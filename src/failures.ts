@@ -7,7 +7,6 @@
  */
 
 export type Dependency = 'postgres' | 'redis' | 'temporal';
-export const DEPENDENCIES: readonly Dependency[] = ['postgres', 'redis', 'temporal'];
 
 export type Classified =
   | { kind: 'infrastructure'; dependency: Dependency | 'unknown'; message: string }

@@ -4,9 +4,10 @@
  * SIGINT/SIGTERM stops accepting work, drains what is in flight and exits.
  */
 import { createServer, type Server } from 'node:http';
-import { createApp, listen } from './app';
+import { createApiServices, createApp, listen } from './app';
 import { ConfigError, loadConfig } from './config';
 import { createOrm, ensureDatabase, migrate } from './db/orm';
+import { entities } from './entities';
 import { createLogger } from './logger';
 import { closeServices, createServices } from './services';
 import { EventDispatcher } from './modules/webhooks/event-dispatcher';
@@ -30,14 +31,14 @@ async function main() {
   if (role !== 'api') installTemporalRuntime(logger);
 
   await ensureDatabase(config.DATABASE_URL);
-  const orm = await createOrm(config.DATABASE_URL, config.DATABASE_POOL_MAX, config.DATABASE_ACQUIRE_TIMEOUT_MS);
+  const orm = await createOrm(entities, config.DATABASE_URL, config.DATABASE_POOL_MAX, config.DATABASE_ACQUIRE_TIMEOUT_MS);
   await migrate(orm);
   const services = await createServices(config, { logger, orm });
 
   let server: Server | undefined;
   let purgeTimer: NodeJS.Timeout | undefined;
   if (role !== 'worker') {
-    const { app } = createApp(services);
+    const { app } = createApp(await createApiServices(services));
     server = await listen(app, services, config.PORT, config.HOST);
     const address = server.address();
     const port = typeof address === 'object' && address ? address.port : config.PORT;

@@ -1,8 +1,10 @@
 /**
- * Owns the `Services` bag: every long-lived dependency is built once here and passed
- * down explicitly (no global service object), and closed in reverse order.
+ * Owns the `Services` bag: the infrastructure every process shares (configuration, logger,
+ * PostgreSQL, Redis, Temporal, metrics, file storage, request limits), built once here,
+ * passed down explicitly (no global service object) and closed in reverse order. Modules'
+ * own state (credential verifiers, the OAuth server, caches) is not here: the API builds
+ * it in src/app.ts, and a worker builds only what its activities use.
  */
-import { readFileSync } from 'node:fs';
 import Redis from 'ioredis';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 import type { Config } from './config';
@@ -10,17 +12,11 @@ import { DependencyMonitor } from './dependency-monitor';
 import { type Endpoints, endpointsFromConfig } from './failures';
 import { createHotPool, type HotPool } from './db/hot-query';
 import { createOrm, type Orm } from './db/orm';
-import { Authenticator } from './http/auth';
+import { entities } from './entities';
 import { IdempotencyStore } from './http/idempotency';
 import { type LimitName, type LimitRule, limitRulesFromConfig, RateLimiter } from './http/rate-limit';
 import { BackgroundTasks } from './background-tasks';
-import { StartStamps } from './modules/executions/start-stamps';
 import { createLogger, type Logger } from './logger';
-import { JwtVerifier } from './modules/applications/jwt-verifier';
-import { createOAuthServer, type OAuthServer } from './modules/oauth/oauth-provider';
-import { OAuthGrantService } from './modules/oauth/oauth-grants';
-import { OAuthTokenVerifier } from './modules/oauth/oauth-token-verifier';
-import { MessageTargetsCache } from './modules/inbound/message-targets';
 import { createLazyTemporalClient, createTemporalClient, isTemporalReachable, type TemporalClient } from './temporal-client';
 import { createFileStorage, type FileStorage } from './modules/files/file-storage';
 
@@ -36,15 +32,8 @@ export interface Services {
   orm: Orm;
   /** The hottest reads' own small pg pool (db/hot-query.ts). */
   hotPool: HotPool;
-  /** Inbound messages' triggers, workflows and customers, kept in memory (modules/inbound/message-targets.ts). */
-  messageTargets: MessageTargetsCache;
   redis: Redis;
   temporal: TemporalClient;
-  authenticator: Authenticator;
-  jwtVerifier: JwtVerifier;
-  oauth: OAuthServer;
-  /** People's OAuth grants: listed and revoked by the grants page and the users API. */
-  oauthGrants: OAuthGrantService;
   rateLimiter: RateLimiter;
   limits: Record<LimitName, LimitRule>;
   idempotency: IdempotencyStore;
@@ -57,8 +46,6 @@ export interface Services {
   files: FileStorage;
   /** Work requests leave running after they answer (Temporal starts after a commit). */
   background: BackgroundTasks;
-  /** Batched `temporal_started_at` stamps of inbound messages' starts. */
-  startStamps: StartStamps;
 }
 
 export function createRedis(url: string): Redis {
@@ -112,7 +99,7 @@ function createMetrics(): HttpMetrics {
 
 export async function createServices(config: Config, overrides: { logger?: Logger; orm?: Orm } = {}): Promise<Services> {
   const logger = overrides.logger ?? createLogger(config.LOG_LEVEL);
-  const orm = overrides.orm ?? (await createOrm(config.DATABASE_URL, config.DATABASE_POOL_MAX, config.DATABASE_ACQUIRE_TIMEOUT_MS));
+  const orm = overrides.orm ?? (await createOrm(entities, config.DATABASE_URL, config.DATABASE_POOL_MAX, config.DATABASE_ACQUIRE_TIMEOUT_MS));
   const redis = createRedis(config.REDIS_URL);
   redis.on('error', () => {
     // Reported by the rate limiter and /readyz; ioredis reconnects by itself.
@@ -125,30 +112,14 @@ export async function createServices(config: Config, overrides: { logger?: Logge
     logger.warn({ err: (err as Error).message, address: temporalOptions.address }, 'Temporal unreachable at start; connecting lazily');
     return createLazyTemporalClient(temporalOptions);
   });
-  const jwtVerifier = new JwtVerifier(orm, redis, {
-    audience: config.JWT_AUDIENCE_EFFECTIVE,
-    cacheTtlMs: config.AUTH_CACHE_TTL_MS,
-    allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
-    redisKeyPrefix: config.REDIS_KEY_PREFIX,
-    ...(config.WEBHOOK_EXTRA_CA_FILE ? { extraCa: readFileSync(config.WEBHOOK_EXTRA_CA_FILE, 'utf8') } : {}),
-  });
-  const oauth = await createOAuthServer(config, orm, logger);
-  const oauthTokens = new OAuthTokenVerifier(oauth.provider, oauth.resource, orm, config.AUTH_CACHE_TTL_MS);
-  oauth.provider.on('access_token.destroyed', (token) => oauthTokens.forget(token.jti));
-  oauth.provider.on('grant.revoked', (_ctx, grantId) => oauthTokens.forgetGrant(grantId));
   const hotPool = createHotPool(orm, { max: config.DATABASE_POOL_MAX, acquireTimeoutMs: config.DATABASE_ACQUIRE_TIMEOUT_MS, logger });
   return {
     config,
     logger,
     orm,
     hotPool,
-    messageTargets: new MessageTargetsCache(hotPool),
     redis,
     temporal,
-    authenticator: new Authenticator(orm, hotPool, config.AUTH_CACHE_TTL_MS, logger, [jwtVerifier, oauthTokens]),
-    jwtVerifier,
-    oauth,
-    oauthGrants: new OAuthGrantService(orm, oauthTokens, oauth.resource),
     rateLimiter: new RateLimiter(redis, config.REDIS_KEY_PREFIX, logger),
     limits: limitRulesFromConfig(config),
     idempotency: new IdempotencyStore(orm),
@@ -161,7 +132,6 @@ export async function createServices(config: Config, overrides: { logger?: Logge
     endpoints: endpointsFromConfig(config),
     files: createFileStorage(config),
     background: new BackgroundTasks(logger),
-    startStamps: new StartStamps(hotPool, logger),
   };
 }
 

@@ -1,11 +1,11 @@
 /**
  * Owns the database connection: the MikroORM configuration, creating the database when it
- * is missing, and applying the committed migrations.
+ * is missing, and applying the committed migrations. The entity list comes from above
+ * (src/entities.ts): this layer imports no module.
  */
-import { MikroORM } from '@mikro-orm/postgresql';
+import { MikroORM, type Options } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import { Client } from 'pg';
-import { entities } from './entities';
 import { migrationsList } from './migrations';
 
 export type Orm = MikroORM;
@@ -13,7 +13,13 @@ export type Orm = MikroORM;
 /** Default bound on waiting for a connection; see DATABASE_ACQUIRE_TIMEOUT_MS. */
 const ACQUIRE_TIMEOUT_MS = 2_000;
 
-export async function createOrm(databaseUrl: string, poolMax = 10, acquireTimeoutMs = ACQUIRE_TIMEOUT_MS): Promise<Orm> {
+export async function createOrm(
+  /** The modules' entity schemas (src/entities.ts). */
+  entities: NonNullable<Options['entities']>,
+  databaseUrl: string,
+  poolMax = 10,
+  acquireTimeoutMs = ACQUIRE_TIMEOUT_MS,
+): Promise<Orm> {
   return MikroORM.init({
     clientUrl: databaseUrl,
     entities,

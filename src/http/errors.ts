@@ -61,7 +61,3 @@ export function formatFieldPath(path: ReadonlyArray<PropertyKey>): string {
   }
   return out;
 }
-
-/** Contention that outlived its retries (a deadlock, a write conflict): 503 with Retry-After, never a 500. */
-export const busyWithConflict = () =>
-  new AppError(503, 'SERVICE_UNAVAILABLE', 'The service is busy with a conflicting change; retry shortly', { retryAfter: 1, headers: { 'Retry-After': '1' } });

@@ -11,7 +11,8 @@ import type { Logger } from 'pino';
 import type { Counter, Histogram } from 'prom-client';
 import type { DependencyMonitor } from '../dependency-monitor';
 import { classifyError, type Endpoints } from '../failures';
-import { AppError, busyWithConflict, toHttpError } from './errors';
+import { busyWithConflict } from '../errors';
+import { AppError, toHttpError } from './errors';
 import { takeInputRefusal } from './input-guard';
 import { answerThenDiscardBody } from './lingering-close';
 
@@ -89,7 +90,7 @@ function bodyParserError(err: { status?: number; type?: string; body?: unknown }
  */
 function unavailableError(raw: unknown, dependencies: DependencyMonitor | undefined, endpoints: Endpoints): AppError | undefined {
   // A deadlock that outlived its transaction's retries (src/db/transaction.ts) is contention, not an outage.
-  if (raw instanceof DeadlockException) return busyWithConflict();
+  if (raw instanceof DeadlockException) return toHttpError(busyWithConflict());
   const c = classifyError(raw, endpoints);
   if (c.kind !== 'infrastructure') return undefined;
   if (c.dependency !== 'unknown') dependencies?.reportDown(c.dependency, raw);

@@ -4,7 +4,7 @@
  * the same schemas that validate.
  */
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
-import { SCOPE_WORDS } from './auth';
+import { SCOPE_WORDS } from '../credentials/scopes';
 import { splitInputOutputSchemas } from './openapi-io';
 import { z } from './zod';
 

@@ -8,15 +8,16 @@
  */
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import type { Services } from '../services';
-import { type Credential, requireScope, type Scope } from './auth';
+import type { Credential } from '../credentials/credential';
+import type { Scope } from '../credentials/scopes';
+import { type Authenticator, requireScope } from './auth';
 import { AppError, toHttpError } from './errors';
-import { requestHash, shouldStore } from './idempotency';
+import { type IdempotencyStore, requestHash, shouldStore } from './idempotency';
 import { takeInputRefusal } from './input-guard';
 import { JsonText } from './json-text';
 import type { ResponseConfig } from '@asteasolutions/zod-to-openapi';
 import { ErrorOut, type OpenAPIRegistry, RATE_LIMIT_HEADERS, type ResponseHeaderName, responseHeaders } from './openapi';
-import { type LimitCheck, type LimitName, rateLimitExceeded, rateLimitHeaders } from './rate-limit';
+import { type LimitCheck, type LimitName, type LimitRule, rateLimitExceeded, rateLimitHeaders, type RateLimiter } from './rate-limit';
 import { type IssueClassifier, parsedOrThrow, parseInput } from './validation';
 import { z } from './zod';
 
@@ -120,14 +121,25 @@ const COMMON_ERRORS: Array<[number, string]> = [
 
 const koaPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
 
-export function mountRoutes(router: Router, registry: OpenAPIRegistry, services: Services, routes: AnyRoute[]): void {
+/**
+ * What handling a route needs from the process: the authenticator (each credential module
+ * supplies its verifier), the rate limits and the idempotency store.
+ */
+export interface RouteServices {
+  authenticator: Authenticator;
+  rateLimiter: RateLimiter;
+  limits: Record<LimitName, LimitRule>;
+  idempotency: IdempotencyStore;
+}
+
+export function mountRoutes(router: Router, registry: OpenAPIRegistry, services: RouteServices, routes: AnyRoute[]): void {
   for (const route of routes) {
     router[route.method](koaPath(route.path), (ctx) => handle(ctx, route, services));
     registerOperation(registry, route);
   }
 }
 
-async function handle(ctx: Context, route: AnyRoute, services: Services): Promise<void> {
+async function handle(ctx: Context, route: AnyRoute, services: RouteServices): Promise<void> {
   const credential = await services.authenticator.authenticate(ctx.get('authorization') || undefined);
   ctx.state.credential = credential;
 
@@ -196,7 +208,7 @@ function startPrefetch(
   route: AnyRoute,
   credential: Credential,
   parsedBody: z.ZodSafeParseResult<unknown> | undefined,
-  services: Services,
+  services: RouteServices,
 ): Promise<unknown> | undefined {
   if (!route.prefetch || parsedBody?.success === false || !allows(credential, route.scope)) return undefined;
   if (services.rateLimiter.refusedRecently(credential.limitSubject)) return undefined;

@@ -14,7 +14,7 @@ import { createWebhookActivities } from './webhooks.activities';
 
 import type { Services } from '../../src/services';
 
-/** Everything activities may need from the process: the same Services bag the API uses. */
+/** Everything activities may need from the process: the shared infrastructure (src/services.ts), no module state of the API's. */
 export interface ActivityDeps {
   services: Services;
 }

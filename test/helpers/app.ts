@@ -7,14 +7,15 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client as PgClient } from 'pg';
 import supertest from 'supertest';
-import { createApp } from '../../src/app';
+import { type ApiServices, createApiServices, createApp } from '../../src/app';
 import { answerClientErrors } from '../../src/http/client-errors';
 import { type Config, loadConfig } from '../../src/config';
 import { createOrm, dropDatabase, ensureDatabase, migrate } from '../../src/db/orm';
-import type { Permission } from '../../src/modules/api-keys/api-key.entity';
+import { entities } from '../../src/entities';
+import type { Permission } from '../../src/credentials/scopes';
 import { ApiKeyService } from '../../src/modules/api-keys/api-key.service';
 import type { Logger } from '../../src/logger';
-import { closeServices, createServices, type Services } from '../../src/services';
+import { closeServices, createServices } from '../../src/services';
 
 export const uniqueSuffix = () => `${process.env.TEST_RUN_ID ?? 'local'}_${randomBytes(4).toString('hex')}`;
 
@@ -37,7 +38,7 @@ async function copyDatabase(templateUrl: string, targetUrl: string): Promise<voi
 }
 
 export interface TestApp {
-  services: Services;
+  services: ApiServices;
   config: Config;
   request: ReturnType<typeof supertest>;
   /** Base URL of a real listening server, for clients other than supertest. */
@@ -75,9 +76,9 @@ export async function createTestApp(env: Record<string, string> = {}, opts: { lo
     PUBLIC_BASE_URL: baseUrl,
     ...env,
   });
-  const orm = await createOrm(databaseUrl, 5, config.DATABASE_ACQUIRE_TIMEOUT_MS);
+  const orm = await createOrm(entities, databaseUrl, 5, config.DATABASE_ACQUIRE_TIMEOUT_MS);
   await migrate(orm);
-  const services = await createServices(config, { orm, ...(opts.logger ? { logger: opts.logger } : {}) });
+  const services = await createApiServices(await createServices(config, { orm, ...(opts.logger ? { logger: opts.logger } : {}) }));
   const { app } = createApp(services);
   server.on('request', app.callback());
   answerClientErrors(server, services.logger);

@@ -19,6 +19,7 @@ import { ensureSearchAttributes } from '../../src/temporal-search-attributes';
 import { SEARCH_ATTRIBUTES } from '../../temporal/shared';
 import { bundleWorkflows } from '../../temporal/worker';
 import { createOrm, dropDatabase, ensureDatabase, migrate } from '../../src/db/orm';
+import { entities } from '../../src/entities';
 
 declare global {
   // Read by global-teardown.ts: jest runs both in the same process.
@@ -113,7 +114,7 @@ async function migrateTemplateDatabase(runId: string): Promise<string> {
   globalThis.__TEMPLATE_DATABASE_URL__ = templateUrl;
   await dropDatabase(templateUrl);
   await ensureDatabase(templateUrl);
-  const orm = await createOrm(templateUrl, 1);
+  const orm = await createOrm(entities, templateUrl, 1);
   try {
     await migrate(orm);
   } finally {

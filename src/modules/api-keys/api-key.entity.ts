@@ -1,8 +1,6 @@
 /** An API key: only its SHA-256 hash is stored; the key itself is shown once at creation. */
 import { EntitySchema, OptionalProps } from '@mikro-orm/core';
-
-export const PERMISSIONS = ['read', 'read_write', 'admin'] as const;
-export type Permission = (typeof PERMISSIONS)[number];
+import type { Permission } from '../../credentials/scopes';
 
 export class ApiKey {
   [OptionalProps]?: 'createdAt' | 'lastUsedAt' | 'revokedAt';

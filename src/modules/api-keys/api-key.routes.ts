@@ -1,11 +1,12 @@
 /** `/v1/api-keys` (admin only) and `/v1/me`. */
-import { SCOPES } from '../../http/auth';
+import { PERMISSIONS, SCOPES } from '../../credentials/scopes';
 import { MessageOut, Timestamp } from '../../http/openapi';
 import { paginate, PaginationOut, paginationQuery } from '../../http/pagination';
 import { type AnyRoute, defineRoute } from '../../http/route';
 import { z } from '../../http/zod';
 import type { Services } from '../../services';
-import { type ApiKey, PERMISSIONS } from './api-key.entity';
+import type { ApiKey } from './api-key.entity';
+import type { ApiKeyVerifier } from './api-key-verifier';
 import { ApiKeyService } from './api-key.service';
 
 const ApiKeyOut = z
@@ -55,7 +56,7 @@ const toApiKeyOut = (k: ApiKey): z.output<typeof ApiKeyOut> => ({
   last_used_at: k.lastUsedAt?.toISOString() ?? null,
 });
 
-export function apiKeyRoutes(services: Services): AnyRoute[] {
+export function apiKeyRoutes(services: Services & { apiKeys: ApiKeyVerifier }): AnyRoute[] {
   const svc = () => new ApiKeyService(services.orm.em.fork());
   const tag = 'API keys';
   const NOT_FOUND: [number, string] = [404, 'API_KEY_NOT_FOUND'];
@@ -140,7 +141,7 @@ export function apiKeyRoutes(services: Services): AnyRoute[] {
       errors: [NOT_FOUND],
       async handler({ params, credential }) {
         const key = await svc().revoke(credential.organizationId, params.key_id);
-        services.authenticator.forget(key.keyHash);
+        services.apiKeys.forget(key.keyHash);
         return { message: `API key ${key.id} revoked` };
       },
     }),

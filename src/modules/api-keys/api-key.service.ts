@@ -4,12 +4,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { API_KEY_PREFIX, hashApiKey } from '../../http/auth';
+import { API_KEY_PREFIX, hashApiKey } from '../../credentials/api-key-hash';
+import type { Permission } from '../../credentials/scopes';
 import { notFound } from '../../errors';
 import { type Page, offsetOf } from '../../http/pagination';
 import { newId } from '../../ids';
 import { Organization } from '../organizations/organization.entity';
-import { ApiKey, type Permission } from './api-key.entity';
+import { ApiKey } from './api-key.entity';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 

@@ -6,7 +6,7 @@
  */
 import { EntitySchema, OptionalProps } from '@mikro-orm/core';
 import type { JSONWebKeySet } from 'jose';
-import type { Scope } from '../../http/auth';
+import type { Scope } from '../../credentials/scopes';
 
 export class Application {
   [OptionalProps]?: 'createdAt' | 'updatedAt' | 'jwks' | 'jwksUri' | 'requireJti';

@@ -5,10 +5,11 @@ import { type AnyRoute, defineRoute } from '../../http/route';
 import { z } from '../../http/zod';
 import type { Services } from '../../services';
 import type { Application } from './application.entity';
+import type { JwtVerifier } from './jwt-verifier';
 import { ApplicationIdParams, ApplicationIn, ApplicationOut, ApplicationUpdate } from './application.schemas';
 import { ApplicationService } from './application.service';
 
-export function applicationRoutes(services: Services): AnyRoute[] {
+export function applicationRoutes(services: Services & { jwtVerifier: JwtVerifier }): AnyRoute[] {
   const svc = () => new ApplicationService(services.orm.em.fork(), services.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS);
   const toOut = (a: Application): z.output<typeof ApplicationOut> => ({
     id: a.id,

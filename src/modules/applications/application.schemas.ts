@@ -1,5 +1,5 @@
 /** In / Update / Out shapes of `/v1/applications`. */
-import { SCOPES } from '../../http/auth';
+import { SCOPES } from '../../credentials/scopes';
 import { z } from '../../http/zod';
 
 /** The asymmetric algorithms a JWT may be signed with; `none` and every HS* are refused. */

@@ -14,6 +14,7 @@
  * Applications are cached in-process for AUTH_CACHE_TTL_MS, so deleting one or rotating
  * its keys bites within a second in every process.
  */
+import { readFileSync } from 'node:fs';
 import tls from 'node:tls';
 import type Redis from 'ioredis';
 import {
@@ -28,10 +29,12 @@ import {
 } from 'jose';
 import { Agent, fetch as undiciFetch } from 'undici';
 import type { Orm } from '../../db/orm';
-import { AppError } from '../../http/errors';
-import { type BearerVerifier, type Credential, invalidToken, SCOPES, type Scope, scopeInsufficient } from '../../http/auth';
+import { unavailable } from '../../errors';
+import { type Credential, CredentialRefused, type CredentialVerifier, invalidToken } from '../../credentials/credential';
+import { SCOPES, type Scope } from '../../credentials/scopes';
 import { guardedLookup } from '../webhooks/webhook-target';
 import { Application } from './application.entity';
+import type { Services } from '../../services';
 import { JWT_ALGORITHMS } from './application.schemas';
 
 const CLOCK_SKEW_S = 60;
@@ -55,10 +58,21 @@ export interface JwtVerifierOptions {
   extraCa?: string;
 }
 
+/** The verifier of an API process (src/app.ts), from its configuration. */
+export function createJwtVerifier({ config, orm, redis }: Services): JwtVerifier {
+  return new JwtVerifier(orm, redis, {
+    audience: config.JWT_AUDIENCE_EFFECTIVE,
+    cacheTtlMs: config.AUTH_CACHE_TTL_MS,
+    allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+    redisKeyPrefix: config.REDIS_KEY_PREFIX,
+    ...(config.WEBHOOK_EXTRA_CA_FILE ? { extraCa: readFileSync(config.WEBHOOK_EXTRA_CA_FILE, 'utf8') } : {}),
+  });
+}
+
 /** A compact JWS: three base64url parts. API keys and opaque OAuth tokens have no dots. */
 const JWT_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]*$/;
 
-export class JwtVerifier implements BearerVerifier {
+export class JwtVerifier implements CredentialVerifier {
   private readonly cache = new Map<string, CachedApplication>();
   /** Remote key sets live longer than the application cache: jose caches the fetched JWKS inside. */
   private readonly remote = new Map<string, { uri: string; keys: JWTVerifyGetKey }>();
@@ -123,7 +137,7 @@ export class JwtVerifier implements BearerVerifier {
     const claimed = typeof payload.scope === 'string' ? payload.scope.split(' ').filter(Boolean) : [];
     const allowed = new Set<string>(app.scopes);
     const beyond = claimed.find((s) => !allowed.has(s));
-    if (beyond) throw scopeInsufficient(`JWT scope ${beyond} is not granted to application ${app.id}`, beyond);
+    if (beyond) throw new CredentialRefused('insufficient_scope', `JWT scope ${beyond} is not granted to application ${app.id}`, beyond);
 
     if (app.requireJti) await this.claimJti(app.id, payload.jti!, exp);
     return {
@@ -153,7 +167,7 @@ export class JwtVerifier implements BearerVerifier {
       first = await this.redis.set(key, '1', 'EXAT', exp + CLOCK_SKEW_S, 'NX');
     } catch {
       // Fail closed: without the replay check a stolen token could be replayed.
-      throw new AppError(503, 'SERVICE_UNAVAILABLE', 'JWT replay protection is unavailable; retry shortly', { headers: { 'Retry-After': '1' } });
+      throw unavailable('SERVICE_UNAVAILABLE', 'JWT replay protection is unavailable; retry shortly', 1);
     }
     if (first !== 'OK') throw invalidToken('JWT jti has been used before (replay)');
   }

@@ -34,6 +34,7 @@ import {
   type ExecutionWorkflowInput,
 } from '../../../temporal/executions.shared';
 import { Execution } from './execution.entity';
+import type { StartStamps } from './start-stamps';
 import { Customer } from '../customers/customer.entity';
 import { executionMetadata } from '../../temporal-metadata';
 import { transactionalRetrying } from '../../db/transaction';
@@ -143,14 +144,14 @@ export function executionWorkflowInput(
 
 /**
  * Starts the Temporal workflow of a committed execution and stamps the row: on `em` (the
- * reconciler's transaction), or with `batchStamp` in the next batch of `services.startStamps`.
+ * reconciler's transaction), or in the next batch of `batchStamp` (inbound messages' starts).
  * Never throws for a Temporal outage (nor waits on one longer than TEMPORAL_CALL_TIMEOUT_MS):
  * the row stays unstamped and the reconciler retries it. Returns whether the start is confirmed.
  */
 export async function dispatchExecution(
   services: Services,
   pending: PendingExecution,
-  opts: { em?: EntityManager; timeoutMs?: number; batchStamp?: boolean } = {},
+  opts: { em?: EntityManager; timeoutMs?: number; batchStamp?: StartStamps } = {},
 ): Promise<boolean> {
   failpoint(services.config, 'execution.before_temporal_start');
   const input: ExecutionWorkflowInput = { ...pending.workflowInput, infraRetryMs: infraRetryMsOf(services.config), version: EXECUTION_WORKFLOW_VERSION };
@@ -179,7 +180,7 @@ export async function dispatchExecution(
     opts.timeoutMs,
   );
   if (!started) return false;
-  if (opts.batchStamp) await services.startStamps.stamp(input.executionId);
+  if (opts.batchStamp) await opts.batchStamp.stamp(input.executionId);
   else {
     const em = opts.em ?? services.orm.em.fork();
     await em.execute('update executions set temporal_started_at = now() where id = ? and temporal_started_at is null', [input.executionId]);

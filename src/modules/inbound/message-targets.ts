@@ -24,7 +24,7 @@ import { hotQuery } from '../../db/hot-query';
 import type { RunnableWorkflow } from '../executions/execution.starter';
 import { messageMatches, messageTriggerMatches } from '../triggers/trigger-firing';
 import type { MessageTriggerConfig } from '../triggers/trigger.schemas';
-import type { InboundMessage } from './message.writes';
+import type { InboundMessage } from './inbound-message';
 
 type WorkflowRow = RunnableWorkflow & { channel: string };
 type TriggerRow = { id: string; workflow_id: string; channel: string; configuration: MessageTriggerConfig };

@@ -1,11 +1,11 @@
 /** `POST /v1/messages`: a customer message comes in (tagged Executions in the OpenAPI document). */
 import { Answer, type AnyRoute, defineRoute } from '../../http/route';
 import { z } from '../../http/zod';
-import type { Services } from '../../services';
+import type { InboundServices } from './inbound-state';
 import { InboundResultOut, MessageIn } from './message.schemas';
 import { readTargets, receiveMessage } from './message.service';
 
-export function inboundRoutes(services: Services): AnyRoute[] {
+export function inboundRoutes(services: InboundServices): AnyRoute[] {
   return [
     defineRoute({
       method: 'post',

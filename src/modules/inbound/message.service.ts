@@ -25,12 +25,13 @@
  * from PostgreSQL).
  */
 import { failpoint } from '../../failpoints';
-import { busyWithConflict } from '../../http/errors';
-import type { Services } from '../../services';
+import { busyWithConflict } from '../../errors';
+import type { InboundServices } from './inbound-state';
 import { dispatchExecution } from '../executions/execution.starter';
 import { deliverReply } from '../executions/reply-delivery';
 import type { MessageTargets } from './message-targets';
-import { CustomerExists, type InboundMessage, Redelivery, writeMessage } from './message.writes';
+import type { InboundMessage } from './inbound-message';
+import { CustomerExists, Redelivery, writeMessage } from './message.writes';
 import { isDeadlockOrSerialization, retrying } from '../../db/transaction';
 
 export interface InboundResult {
@@ -42,7 +43,7 @@ export interface InboundResult {
 }
 
 /** What the first message with this id did: the outcome a redelivery answers with. */
-async function firstOutcome(services: Services, organizationId: string, msg: InboundMessage): Promise<InboundResult | undefined> {
+async function firstOutcome(services: InboundServices, organizationId: string, msg: InboundMessage): Promise<InboundResult | undefined> {
   const conn = services.orm.em.fork().getConnection();
   const [first] = await conn.execute<Array<{ id: string; customer_id: string; execution_id: string | null; reply_to_wait: string | null }>>(
     'select id, customer_id, execution_id, reply_to_wait from messages where organization_id = ? and channel = ? and provider_message_id = ?',
@@ -71,13 +72,13 @@ const messageLanguage = (msg: InboundMessage) => (typeof msg.metadata?.language 
  * What the write needs, from memory or read: the route starts it beside the rate-limit
  * check (its `prefetch`). `fresh`: read even what is cached (the write found it changed).
  */
-export function readTargets(services: Services, organizationId: string, msg: InboundMessage, fresh = false): Promise<MessageTargets> {
+export function readTargets(services: InboundServices, organizationId: string, msg: InboundMessage, fresh = false): Promise<MessageTargets> {
   return services.messageTargets.targets(organizationId, msg, messageLanguage(msg), fresh);
 }
 
 /** `prefetched`: `readTargets` of this message, already started; read here when absent. */
 export async function receiveMessage(
-  services: Services,
+  services: InboundServices,
   organizationId: string,
   msg: InboundMessage,
   prefetched?: Promise<MessageTargets>,
@@ -103,7 +104,7 @@ const TARGETS_CHANGED = 'WAT01';
 const writeConflict = (err: unknown) =>
   err instanceof CustomerExists || (err as { code?: string }).code === TARGETS_CHANGED || isDeadlockOrSerialization(err);
 
-async function receiveNew(services: Services, organizationId: string, msg: InboundMessage, prefetched?: Promise<MessageTargets>): Promise<InboundResult> {
+async function receiveNew(services: InboundServices, organizationId: string, msg: InboundMessage, prefetched?: Promise<MessageTargets>): Promise<InboundResult> {
   const language = messageLanguage(msg);
   let first: Promise<MessageTargets> | undefined = prefetched ?? readTargets(services, organizationId, msg);
   const recorded = await retrying(writeConflict, async () => {
@@ -135,7 +136,7 @@ async function receiveNew(services: Services, organizationId: string, msg: Inbou
     return result;
   }
   for (const pending of recorded.started) {
-    services.background.run('execution start', () => dispatchExecution(services, pending, { batchStamp: true }));
+    services.background.run('execution start', () => dispatchExecution(services, pending, { batchStamp: services.startStamps }));
     result.executions.push({ id: pending.executionId, workflow_id: pending.workflowInput.workflowId, trigger_id: pending.triggerId, action: 'started' });
   }
   if (result.executions.length > 0) result.status = 'started';

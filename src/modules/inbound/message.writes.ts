@@ -48,17 +48,8 @@ import { newId } from '../../ids';
 import { type EventInput, outboxEventRow } from '../events/outbox';
 import { executionWorkflowInput, type PendingExecution, workflowEventData } from '../executions/execution.starter';
 import { firingEventData, firingMetadata } from '../triggers/trigger-firing';
+import type { InboundMessage } from './inbound-message';
 import type { MessageTargets } from './message-targets';
-
-export interface InboundMessage {
-  channel: string;
-  customer_id: string;
-  message: string;
-  metadata?: Record<string, unknown>;
-  customer?: { name?: string };
-  /** The provider's id of the message: a second message with it on the channel is a redelivery. */
-  provider_message_id?: string;
-}
 
 /** The customer the write was to create exists already: nothing was written (read its id, write again). */
 export class CustomerExists extends Error {}

@@ -17,7 +17,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { koaBody } from 'koa-body';
-import type { Services } from '../../services';
+import type { OAuthServices } from './oauth-state';
 import { Organization } from '../organizations/organization.entity';
 import { User } from '../users/user.entity';
 import { UserService } from '../users/user.service';
@@ -42,7 +42,7 @@ interface Session {
   p: string;
 }
 
-export function accountRouter(services: Services): Router {
+export function accountRouter(services: OAuthServices): Router {
   const key = services.oauth.cookieKey;
   const secure = services.config.BASE_URL.startsWith('https:');
   const mac = (purpose: string, value: string) => createHmac('sha256', key).update(`${purpose}:${value}`).digest('base64url');

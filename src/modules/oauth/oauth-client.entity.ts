@@ -4,7 +4,7 @@
  * public clients (apps that cannot keep a secret) must use PKCE S256 instead.
  */
 import { EntitySchema, OptionalProps } from '@mikro-orm/core';
-import type { Scope } from '../../http/auth';
+import type { Scope } from '../../credentials/scopes';
 
 export const CLIENT_TYPES = ['confidential', 'public'] as const;
 export type ClientType = (typeof CLIENT_TYPES)[number];

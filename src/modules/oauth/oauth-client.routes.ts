@@ -1,5 +1,5 @@
 /** `/v1/oauth-clients` (admin only): register, list, read, delete OAuth clients and rotate their secrets. */
-import { SCOPES } from '../../http/auth';
+import { SCOPES } from '../../credentials/scopes';
 import { MessageOut } from '../../http/openapi';
 import { paginate, PaginationOut, paginationQuery } from '../../http/pagination';
 import { type AnyRoute, defineRoute } from '../../http/route';

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Scope } from '../../http/auth';
+import type { Scope } from '../../credentials/scopes';
 import { conflict, notFound } from '../../errors';
 import { offsetOf, type Page } from '../../http/pagination';
 import { newId } from '../../ids';

@@ -8,21 +8,15 @@
  * in-process cache lapses (≤ AUTH_CACHE_TTL_MS, at most a second).
  */
 import type { Orm } from '../../db/orm';
-import { SCOPES, type Scope } from '../../http/auth';
+import { SCOPES } from '../../credentials/scopes';
+import type { UserGrant, UserGrants } from '../users/user-grants';
+import { revokeOAuthModels } from './oauth-adapter';
 import type { OAuthTokenVerifier } from './oauth-token-verifier';
-
-export interface UserGrant {
-  clientId: string;
-  clientName: string;
-  scopes: Scope[];
-  grantedAt: Date;
-  expiresAt: Date | null;
-}
 
 /** The models a grant carries (constants, written into the SQL); a Session (the person's sign-in) is not one of them. */
 const GRANT_MODELS = "('Grant', 'AuthorizationCode', 'AccessToken', 'RefreshToken')";
 
-export class OAuthGrantService {
+export class OAuthGrantService implements UserGrants {
   constructor(
     private readonly orm: Orm,
     private readonly tokens: OAuthTokenVerifier,
@@ -78,5 +72,9 @@ export class OAuthGrantService {
     // This process refuses the tokens at once; the others once their cache lapses.
     for (const id of grantIds) this.tokens.forgetGrant(id);
     return grantIds.length;
+  }
+
+  async forgetUser(userId: string): Promise<void> {
+    await revokeOAuthModels(this.orm, { accountId: userId });
   }
 }

@@ -15,9 +15,10 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { koaBody } from 'koa-body';
 import type { Interaction } from 'oidc-provider';
-import { PERMISSION_SCOPES, SCOPES, type Scope } from '../../http/auth';
+import { PERMISSION_SCOPES, SCOPES, type Scope } from '../../credentials/scopes';
 import type { LimitCheck, LimitRule } from '../../http/rate-limit';
 import type { Services } from '../../services';
+import type { OAuthServices } from './oauth-state';
 import { Organization } from '../organizations/organization.entity';
 import { User } from '../users/user.entity';
 import { UserService } from '../users/user.service';
@@ -55,7 +56,7 @@ export const PAGE_HEADERS = {
   'Cache-Control': 'no-store',
 };
 
-export function interactionRouter(services: Services): Router {
+export function interactionRouter(services: OAuthServices): Router {
   const { provider, resource, cookieKey } = services.oauth;
   const csrfFor = (uid: string) => createHmac('sha256', cookieKey).update(`csrf:${uid}`).digest('base64url');
 

@@ -4,7 +4,7 @@
  * Plain HTML forms (no JavaScript), a hidden CSRF token in every form, labels on every
  * field, visible focus rings, large touch targets, and a layout that reads on a phone.
  */
-import { type Scope, SCOPE_WORDS } from '../../http/auth';
+import { type Scope, SCOPE_WORDS } from '../../credentials/scopes';
 
 
 const escapeHtml = (s: string) =>

@@ -23,7 +23,7 @@ import type { Configuration, JWK, KoaContextWithOIDC } from 'oidc-provider';
 import type { Logger } from '../../logger';
 import type { Config } from '../../config';
 import type { Orm } from '../../db/orm';
-import { SCOPES } from '../../http/auth';
+import { SCOPES } from '../../credentials/scopes';
 import { parseTrustProxy } from '../../http/trusted-proxies';
 import { randomBase62 } from '../../ids';
 import { User } from '../users/user.entity';

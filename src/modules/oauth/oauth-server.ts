@@ -6,14 +6,14 @@
  * consent pages under /oauth/interaction; and a person's connected applications at /oauth/grants.
  */
 import type { Context, Middleware, Next } from 'koa';
-import type { Services } from '../../services';
 import { accountRouter } from './oauth-account';
 import { interactionRouter } from './oauth-interactions';
+import type { OAuthServices } from './oauth-state';
 
 const RFC8414 = '/.well-known/oauth-authorization-server';
 const OIDC_DISCOVERY = '/.well-known/openid-configuration';
 
-export function oauthMiddleware(services: Services) {
+export function oauthMiddleware(services: OAuthServices) {
   const { provider } = services.oauth;
   const handle = provider.callback();
   const interactions = interactionRouter(services).routes() as unknown as Middleware;

@@ -9,14 +9,15 @@
 import { hash } from 'node:crypto';
 import type Provider from 'oidc-provider';
 import type { Orm } from '../../db/orm';
-import { type BearerVerifier, type Credential, invalidToken, PERMISSION_SCOPES, SCOPES } from '../../http/auth';
+import { type Credential, type CredentialVerifier, invalidToken } from '../../credentials/credential';
+import { PERMISSION_SCOPES, SCOPES } from '../../credentials/scopes';
 import { User } from '../users/user.entity';
 import { OAuthClient } from './oauth-client.entity';
 
 const OPAQUE_TOKEN = /^[A-Za-z0-9_-]{20,256}$/;
 const MAX_CACHE_ENTRIES = 10_000;
 
-export class OAuthTokenVerifier implements BearerVerifier {
+export class OAuthTokenVerifier implements CredentialVerifier {
   private readonly cache = new Map<string, { credential: Credential | null; expiresAt: number }>();
 
   constructor(

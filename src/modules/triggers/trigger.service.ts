@@ -1,8 +1,9 @@
 /**
  * Owns the trigger lifecycle: create (active), update of name and configuration, soft
- * delete, the state transitions of DESIGN.md, and the read side of firings (executions
- * list, detail, metrics) joined with the executions they started. Every query is scoped
- * to the caller's organization; another organization's trigger or workflow is not found.
+ * delete, the state transitions (`ALLOWED_FROM`, the contract's table in docs/triggers.md),
+ * and the read side of firings (executions list, detail, metrics) joined with the
+ * executions they started. Every query is scoped to the caller's organization; another
+ * organization's trigger or workflow is not found.
  * A schedule trigger's Temporal Schedule is synced inside the transaction that changes the
  * trigger, so the two never disagree after a failed call.
  */

@@ -3,7 +3,7 @@
  * scopes exactly like an API key's permission; the password is kept only as a scrypt hash.
  */
 import { EntitySchema, OptionalProps } from '@mikro-orm/core';
-import type { Permission } from '../api-keys/api-key.entity';
+import type { Permission } from '../../credentials/scopes';
 
 export type Role = Permission;
 

@@ -1,14 +1,12 @@
 /** `/v1/users` (admin only): the people who sign in to consent to OAuth clients. */
-import { PERMISSIONS } from '../api-keys/api-key.entity';
 import { notFound } from '../../errors';
-import { SCOPES } from '../../http/auth';
+import { PERMISSIONS, SCOPES } from '../../credentials/scopes';
 import { MessageOut } from '../../http/openapi';
 import { paginate, PaginationOut, paginationQuery } from '../../http/pagination';
 import { type AnyRoute, defineRoute } from '../../http/route';
 import { z } from '../../http/zod';
 import type { Services } from '../../services';
-import { revokeOAuthModels } from '../oauth/oauth-adapter';
-import type { UserGrant } from '../oauth/oauth-grants';
+import type { UserGrant, UserServices } from './user-grants';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './password';
 import type { User } from './user.entity';
 import { UserService } from './user.service';
@@ -50,7 +48,7 @@ const toOut = (u: User): z.output<typeof UserOut> => ({
   updated_at: u.updatedAt.toISOString(),
 });
 
-export function userRoutes(services: Services): AnyRoute[] {
+export function userRoutes(services: Services & UserServices): AnyRoute[] {
   const svc = () => new UserService(services.orm.em.fork());
   const tag = 'Users';
   const NOT_FOUND: [number, string] = [404, 'USER_NOT_FOUND'];
@@ -125,7 +123,7 @@ export function userRoutes(services: Services): AnyRoute[] {
       errors: [NOT_FOUND],
       async handler({ params, credential }) {
         const user = await svc().delete(credential.organizationId, params.user_id);
-        await revokeOAuthModels(services.orm, { accountId: user.id });
+        await services.oauthGrants.forgetUser(user.id);
         return { message: `User ${user.id} deleted` };
       },
     }),

@@ -4,10 +4,7 @@
  * revision it started with while the workflow is edited.
  */
 import { EntitySchema, OptionalProps } from '@mikro-orm/core';
-import type { WorkflowConfiguration } from './workflow.schemas';
-
-export const WORKFLOW_STATUSES = ['draft', 'active', 'inactive'] as const;
-export type WorkflowStatus = (typeof WORKFLOW_STATUSES)[number];
+import type { WorkflowConfiguration, WorkflowStatus } from './workflow.schemas';
 
 export class Workflow {
   [OptionalProps]?: 'description' | 'status' | 'configuration' | 'revision' | 'executionCount' | 'successCount' | 'failureCount' | 'createdAt' | 'updatedAt' | 'activatedAt' | 'deactivatedAt' | 'deletedAt';

@@ -9,8 +9,10 @@ import type { IssueClassifier } from '../../http/validation';
 import { Timestamp } from '../../http/openapi';
 import { z } from '../../http/zod';
 import type { ExecutionNodeSpec } from '../../../temporal/executions.shared';
-import { WORKFLOW_STATUSES } from './workflow.entity';
 import { formTimeoutMinSeconds } from '../../config';
+
+export const WORKFLOW_STATUSES = ['draft', 'active', 'inactive'] as const;
+export type WorkflowStatus = (typeof WORKFLOW_STATUSES)[number];
 
 export const CHANNELS = ['whatsapp', 'instagram', 'voice'] as const;
 export type Channel = (typeof CHANNELS)[number];

@@ -13,10 +13,10 @@ import { isoMillisSql } from '../../db/json-sql';
 import { JsonText } from '../../http/json-text';
 import { successRateSql } from '../metrics/execution-metrics';
 import { newId } from '../../ids';
-import { Workflow, WorkflowRevision, type WorkflowStatus } from './workflow.entity';
+import { Workflow, WorkflowRevision } from './workflow.entity';
 import { parseInput } from '../../http/validation';
 import { z } from '../../http/zod';
-import { type Channel, classifyWorkflowIssue, WorkflowConfiguration } from './workflow.schemas';
+import { type Channel, classifyWorkflowIssue, WorkflowConfiguration, type WorkflowStatus } from './workflow.schemas';
 
 export interface WorkflowListFilter {
   status?: WorkflowStatus;
