@@ -20,7 +20,7 @@ import { loadConfig } from '../src/config';
 import { createOrm, migrate } from '../src/db/orm';
 import { entities } from '../src/entities';
 import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
-import { exportRowsQuery } from '../src/modules/reports/export-sources';
+import { exportRowsQuery } from '../src/modules/exports/export.sources';
 import { closeServices, createServices } from '../src/services';
 import { spawnService } from '../test/helpers/process';
 import { benchDatabase, benchTemporal, log } from './lib';

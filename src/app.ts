@@ -38,6 +38,7 @@ import { inboundRoutes } from './modules/inbound/message.routes';
 import { replayRoutes } from './modules/replays/replay.routes';
 import { dryRunRoutes } from './modules/dry-runs/dry-run.routes';
 import { knowledgeBaseRoutes } from './modules/knowledge-bases/knowledge-base.routes';
+import { exportRoutes } from './modules/exports/export.routes';
 import { reportRoutes } from './modules/reports/report.routes';
 import { registerTriggerReceiverDocs, triggerReceiverRouter } from './modules/inbound/trigger-receiver';
 import { triggerRoutes } from './modules/triggers/trigger.routes';
@@ -84,6 +85,7 @@ export const ROUTE_FACTORIES: Array<(s: ApiServices) => AnyRoute[]> = [
   applicationRoutes,
   userRoutes,
   oauthClientRoutes,
+  exportRoutes,
   reportRoutes,
   replayRoutes,
   dryRunRoutes,

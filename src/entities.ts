@@ -14,7 +14,8 @@ import { KnowledgeBaseArticleSchema, KnowledgeBaseSchema } from './modules/knowl
 import { TriggerExecutionSchema, TriggerSchema } from './modules/triggers/trigger.entity';
 import { WorkflowRevisionSchema, WorkflowSchema } from './modules/workflows/workflow.entity';
 import { WebhookLogSchema, WebhookSchema } from './modules/webhooks/webhook.entity';
-import { AnalyticsExportSchema, ReportSchema } from './modules/reports/report.entity';
+import { AnalyticsExportSchema } from './modules/exports/export.entity';
+import { ReportSchema } from './modules/reports/report.entity';
 
 export const entities = [
   OrganizationSchema,

@@ -13,7 +13,7 @@ import { closeServices, createServices } from './services';
 import { EventDispatcher } from './modules/webhooks/event-dispatcher';
 import { runExecutionReconciler } from './modules/executions/execution.reconciler';
 import { purgeExpiredOAuthModels } from './modules/oauth/oauth-adapter';
-import { ensureFileExpirySchedule } from './modules/reports/file-expiry';
+import { ensureFileExpirySchedule } from './modules/files/file-expiry.schedule';
 import { createActivities } from '../temporal/activities';
 import { createWorker, installTemporalRuntime, runWorker, type RunningWorker } from '../temporal/worker';
 import { ensureSearchAttributes } from './temporal-search-attributes';

@@ -7,6 +7,8 @@ import { createConnectivityActivities } from './connectivity.activities';
 import { createDryRunActivities } from './dry-runs.activities';
 import { createExecutionActivities } from './executions.activities';
 import { liveExecutionSink } from '../../src/modules/executions/execution-sink';
+import { createExportActivities } from './exports.activities';
+import { createFileExpiryActivities } from './file-jobs.activities';
 import { createReportActivities } from './reports.activities';
 import { createReplayActivities } from './replays.activities';
 import { createTriggerActivities } from './triggers.activities';
@@ -25,7 +27,9 @@ export function createActivities(deps: ActivityDeps) {
     ...createExecutionActivities({ services: deps.services, sink: liveExecutionSink(deps.services) }),
     ...createTriggerActivities({ services: deps.services }),
     ...createWebhookActivities({ services: deps.services }),
+    ...createExportActivities({ services: deps.services }),
     ...createReportActivities({ services: deps.services }),
+    ...createFileExpiryActivities({ services: deps.services }),
     ...createReplayActivities({ services: deps.services }),
     ...createDryRunActivities({ services: deps.services }),
   };

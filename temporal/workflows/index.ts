@@ -8,5 +8,7 @@ export { executionWorkflow } from './execution.workflow';
 export * from './scheduled-trigger.workflow';
 export * from './webhook-delivery.workflow';
 export * from './export.workflow';
+export * from './report.workflow';
+export * from './file-expiry.workflow';
 export * from './replay.workflow';
 export * from './dry-run.workflow';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse } from 'csv-parse/sync';
 import ExcelJS from 'exceljs';
-import { ensureFileExpirySchedule } from '../../src/modules/reports/file-expiry';
+import { ensureFileExpirySchedule } from '../../src/modules/files/file-expiry.schedule';
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { startTestWorker, type TestWorker } from '../helpers/temporal';

@@ -11,7 +11,7 @@ import { TypedSearchAttributes, type SearchAttributePair } from '@temporalio/com
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { Services } from '../../services';
 import { SearchAttributeKeys } from '../../../temporal/shared';
-import { EXPORT_WORKFLOW, exportWorkflowId, REPORT_WORKFLOW, reportWorkflowId, type FileJobInput } from '../../../temporal/reports.shared';
+import { EXPORT_WORKFLOW_TYPE, exportWorkflowId, REPORT_WORKFLOW_TYPE, reportWorkflowId, type FileJobInput } from '../../../temporal/reports.shared';
 import { REPLAY_WORKFLOW_TYPE, replayWorkflowId, type ReplayWorkflowInput } from '../../../temporal/replays.shared';
 import { DRY_RUN_WORKFLOW_TYPE, dryRunWorkflowId, type DryRunWorkflowInput } from '../../../temporal/dry-runs.shared';
 import { boundedTemporalCall, RECONCILE_TEMPORAL_TIMEOUT_MS } from '../../temporal-calls';
@@ -48,7 +48,7 @@ export const JOBS = {
     metadata: 'export',
     table: 'exports',
     activeStatus: 'processing',
-    workflowType: EXPORT_WORKFLOW,
+    workflowType: EXPORT_WORKFLOW_TYPE,
     workflowId: exportWorkflowId,
     input: fileJobInput,
     searchAttributes: (row) => [{ key: SearchAttributeKeys.exportId, value: row.id }],
@@ -57,7 +57,7 @@ export const JOBS = {
     metadata: 'report',
     table: 'reports',
     activeStatus: 'generating',
-    workflowType: REPORT_WORKFLOW,
+    workflowType: REPORT_WORKFLOW_TYPE,
     workflowId: reportWorkflowId,
     input: fileJobInput,
     searchAttributes: (row) => [{ key: SearchAttributeKeys.reportId, value: row.id }],

@@ -1,34 +1,13 @@
-/** The In / Out shapes of data exports and custom reports, and their validation codes. */
-import { paginationQuery } from '../../http/pagination';
+/** The In / Out shapes of custom reports, and their validation codes. */
 import type { IssueClassifier } from '../../http/validation';
 import { isoDateTime } from '../../http/validation';
 import { z } from '../../http/zod';
-import { AnalyticsMetricsOut } from '../analytics/analytics.schemas';
-import { GRANULARITIES } from '../metrics/execution-metrics';
-import { Channel, DESCRIPTION_MAX, NAME_MAX } from '../workflows/workflow.schemas';
-import { EXPORT_DATA_TYPES } from './export-sources';
-import { REPORT_GROUP_BY, REPORT_METRICS } from './report-data';
 import { TemporalUiUrlOut } from '../../temporal-ui';
-
-const WorkflowIds = z.array(z.string().min(1).max(64)).max(100).openapi({ description: 'Workflows of your organization; another id is 404 WORKFLOW_NOT_FOUND' });
-const Channels = z.array(Channel).max(20);
-
-export const ExportIn = z
-  .strictObject({
-    data_type: z.enum(EXPORT_DATA_TYPES),
-    format: z.enum(['csv', 'json', 'xlsx']).default('csv').openapi({ description: '`json` is NDJSON: one object per line' }),
-    start_date: isoDateTime.optional().openapi({ description: 'Inclusive; on the data type\'s own time column' }),
-    end_date: isoDateTime.optional().openapi({ description: 'Exclusive timestamp, or a date whose whole day is included' }),
-    filters: z.strictObject({ workflow_ids: WorkflowIds.optional(), channels: Channels.optional() }).default({}),
-    include_metadata: z
-      .boolean()
-      .default(false)
-      .openapi({
-        description:
-          'json (NDJSON): a first line `{"type":"metadata", export_id, data_type, format, filters, generated_at, row_count}`; xlsx: a second sheet `metadata`; csv: no extra lines. All formats: `metadata` in the status record',
-      }),
-  })
-  .openapi('ExportRequest');
+import { AnalyticsMetricsOut } from '../analytics/analytics.schemas';
+import { ChannelsFilter, ErrorDetail, WorkflowIdsFilter } from '../files/file-records.schemas';
+import { GRANULARITIES } from '../metrics/execution-metrics';
+import { DESCRIPTION_MAX, NAME_MAX } from '../workflows/workflow.schemas';
+import { REPORT_GROUP_BY, REPORT_METRICS } from './report.data';
 
 export const ReportIn = z
   .strictObject({
@@ -43,8 +22,8 @@ export const ReportIn = z
       .strictObject({
         start_date: isoDateTime.optional().openapi({ description: 'Default: 30 days before end_date' }),
         end_date: isoDateTime.optional().openapi({ description: 'Default: now' }),
-        workflow_ids: WorkflowIds.optional(),
-        channels: Channels.optional(),
+        workflow_ids: WorkflowIdsFilter.optional(),
+        channels: ChannelsFilter.optional(),
       })
       .default({}),
     group_by: z.array(z.enum(REPORT_GROUP_BY)).max(2).default([]),
@@ -94,33 +73,7 @@ export const classifyReportIssue: IssueClassifier = ({ path, missing }) => {
   return undefined;
 };
 
-export const ExportParams = z.strictObject({ export_id: z.string().max(64) });
 export const ReportParams = z.strictObject({ report_id: z.string().max(64) });
-export const ListQuery = z.strictObject(paginationQuery);
-
-const ErrorDetail = z.object({ code: z.string(), message: z.string() });
-
-export const ExportOut = z
-  .object({
-    export_id: z.string(),
-    temporal_ui_url: TemporalUiUrlOut,
-    data_type: z.enum(EXPORT_DATA_TYPES),
-    format: z.enum(['csv', 'json', 'xlsx']),
-    status: z.enum(['processing', 'completed', 'failed', 'expired']),
-    created_at: z.string(),
-    estimated_completion: z.string().nullable().openapi({ description: 'While processing' }),
-    completed_at: z.string().nullable(),
-    expires_at: z.string().nullable(),
-    download_url: z.string(),
-    progress: z.object({ rows_written: z.number().int(), rows_total: z.number().int().nullable(), percent: z.number().int() }),
-    file_size: z.number().int().nullable(),
-    error: ErrorDetail.nullable().openapi({ description: '`EXPORT_GENERATION_FAILED` when failed' }),
-    metadata: z
-      .object({ export_id: z.string(), data_type: z.string(), format: z.string(), filters: z.record(z.string(), z.unknown()), generated_at: z.string(), row_count: z.number().int() })
-      .optional()
-      .openapi({ description: 'With include_metadata, once completed' }),
-  })
-  .openapi('Export');
 
 export const ReportOut = z
   .object({

@@ -21,8 +21,8 @@ import { Client } from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import Cursor from 'pg-cursor';
 import type { Services } from '../../services';
-import { computeReportData } from './report-data';
-import { type ExportDataType, type ExportFilters, exportColumns, exportCountQuery, exportRowsQuery, type TableDataType } from './export-sources';
+import { computeReportData } from '../reports/report.data';
+import { type ExportDataType, type ExportFilters, exportColumns, exportCountQuery, exportRowsQuery, type TableDataType } from './export.sources';
 
 export type ExportFormat = 'csv' | 'json' | 'xlsx';
 

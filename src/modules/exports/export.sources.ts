@@ -3,7 +3,7 @@
  * range on the type's own time column, workflow and channel filters) and a deterministic
  * order (time, then id), so a retried export writes the same rows in the same order.
  * Timestamps are formatted by PostgreSQL (ISO 8601, UTC) so rows stream straight into the
- * renderers. `workflow_metrics` is not a table: it is computed by report-data.ts.
+ * renderers. `workflow_metrics` is not a table: it is computed by report.data.ts (src/modules/reports).
  */
 import { invalid } from '../../errors';
 

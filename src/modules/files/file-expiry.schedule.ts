@@ -6,7 +6,7 @@
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy } from '@temporalio/client';
 import type { Services } from '../../services';
 import { fileExpiryMetadata } from '../../temporal-metadata';
-import { FILE_EXPIRY_WORKFLOW, fileExpiryScheduleId } from '../../../temporal/reports.shared';
+import { FILE_EXPIRY_WORKFLOW_TYPE, fileExpiryScheduleId } from '../../../temporal/reports.shared';
 
 export async function ensureFileExpirySchedule(services: Services): Promise<string> {
   const scheduleId = fileExpiryScheduleId(services.config.TEMPORAL_TASK_QUEUE);
@@ -16,7 +16,7 @@ export async function ensureFileExpirySchedule(services: Services): Promise<stri
       spec: { intervals: [{ every: '1 hour' }] },
       action: {
         type: 'startWorkflow',
-        workflowType: FILE_EXPIRY_WORKFLOW,
+        workflowType: FILE_EXPIRY_WORKFLOW_TYPE,
         workflowId: `${scheduleId}:run`,
         taskQueue: services.config.TEMPORAL_TASK_QUEUE,
         args: [],

@@ -1,5 +1,5 @@
 /**
- * Owns a report's file: the numbers from report-data.ts rendered as CSV (one row per
+ * Owns a report's file: the numbers from report.data.ts rendered as CSV (one row per
  * group, csv-stringify), JSON (the whole result), or PDF (pdfkit: title, period and
  * filters, a table per group and a line chart of each group's granularity series, drawn
  * with pdfkit's own vector operations: no browser, no native canvas).
@@ -11,9 +11,10 @@ import { stringify } from 'csv-stringify';
 import PDFDocument from 'pdfkit';
 import type { Services } from '../../services';
 import type { Granularity } from '../metrics/execution-metrics';
-import { computeReportData, type ReportData, type ReportGroup, type ReportGroupBy, type ReportMetric, type ReportMetricValue } from './report-data';
+import { computeReportData, type ReportData, type ReportGroup, type ReportGroupBy, type ReportMetric, type ReportMetricValue } from './report.data';
 import type { Report } from './report.entity';
-import { REPORT_CONTENT_TYPES } from './report.service';
+
+export const REPORT_CONTENT_TYPES = { csv: 'text/csv; charset=utf-8', json: 'application/json', pdf: 'application/pdf' } as const;
 
 interface StoredRequest {
   metrics: ReportMetric[];
