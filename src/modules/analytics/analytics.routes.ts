@@ -20,7 +20,11 @@ import {
   WorkflowAnalyticsOut,
   WorkflowAnalyticsQuery,
 } from './analytics.schemas';
-import { engagement, healthOf, journey, realtime, systemMetrics, workflowAnalytics, workflowPerformance } from './analytics.service';
+import { engagement } from './engagement-analytics.service';
+import { journey } from './journey-analytics.service';
+import { workflowPerformance } from './performance-analytics.service';
+import { healthOf, realtime, systemMetrics } from './realtime-analytics.service';
+import { workflowAnalytics } from './workflow-analytics.service';
 
 const WORKFLOW_NOT_FOUND: [number, string] = [404, 'WORKFLOW_NOT_FOUND'];
 const DATE_RANGE: [number, string] = [400, 'INVALID_DATE_RANGE'];
