@@ -4,6 +4,9 @@
  * right after committing an execution's finish (before Temporal recorded it, so the finish
  * runs again on the next worker) does not count it twice.
  */
+import { readFileSync } from 'node:fs';
+import { Client } from 'pg';
+import { ROLLUP_FUNCTIONS_FILE, rollupFunctionsSql } from '../../src/db/rollup-functions';
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { type SpawnedProcess, spawnService } from '../helpers/process';
@@ -185,5 +188,24 @@ describe('analytics rollups fed by real executions', () => {
     expect(rollup).toEqual({ started: 1, succeeded: 1, hist: 1, out: 1 });
     expect((await analytics(wf)).metrics).toMatchObject({ total_executions: 1, successful_executions: 1, total_messages_sent: 1, total_messages_received: 1 });
     await second.kill('SIGTERM');
+  });
+
+  it('the migrated database runs exactly the rollup functions of src/db/sql/analytics-rollups.sql', async () => {
+    const defined = [...readFileSync(ROLLUP_FUNCTIONS_FILE, 'utf8').matchAll(/^create or replace function (\w+)\(/gm)].map((m) => m[1]).sort();
+    const definitions = `select proname, pg_get_functiondef(oid) as def from pg_proc where proname like 'analytics\\_%' order by proname`;
+    const client = new Client({ connectionString: t.databaseUrl });
+    await client.connect();
+    try {
+      await client.query('begin');
+      const migrated = (await client.query<{ proname: string; def: string }>(definitions)).rows;
+      // No rollup function outside the file (a migration defining one inline would show here).
+      expect(migrated.map((r) => r.proname)).toEqual(defined);
+      await client.query(rollupFunctionsSql());
+      // Applying the file changes no definition: the migrations left the file's.
+      expect((await client.query<{ proname: string; def: string }>(definitions)).rows).toEqual(migrated);
+    } finally {
+      await client.query('rollback').catch(() => undefined);
+      await client.end();
+    }
   });
 });

@@ -28,6 +28,7 @@ import { Migration20261201000200_export_generated_at } from './Migration20261201
 import { Migration20261202000100_webhook_secret_rotation } from './Migration20261202000100_webhook_secret_rotation';
 import { Migration20261202000200_webhook_disabling } from './Migration20261202000200_webhook_disabling';
 import { Migration20261202000300_execution_resets } from './Migration20261202000300_execution_resets';
+import { Migration20261204000100_rollup_functions } from './Migration20261204000100_rollup_functions';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -56,4 +57,5 @@ export const migrationsList = [
   { name: 'Migration20261202000100_webhook_secret_rotation', class: Migration20261202000100_webhook_secret_rotation },
   { name: 'Migration20261202000200_webhook_disabling', class: Migration20261202000200_webhook_disabling },
   { name: 'Migration20261202000300_execution_resets', class: Migration20261202000300_execution_resets },
+  { name: 'Migration20261204000100_rollup_functions', class: Migration20261204000100_rollup_functions },
 ];

@@ -1,0 +1,249 @@
+-- The analytics rollup functions as they are now: the one definition of each (docs/analytics.md,
+-- docs/architecture-reports-analytics.md). Applied as a whole by the latest migration that
+-- changes one of them (src/db/rollup-functions.ts); earlier migrations keep the definitions
+-- an existing database ran. Every statement is `create or replace`, so applying it again is a
+-- no-op. Tables, indexes and triggers stay in the migrations: only function bodies live here.
+
+
+-- Latency histogram (docs/analytics.md): bucket 0 holds 0 ms; d >= 1 ms goes to bucket 1 + ceil(ln d / ln γ),
+-- γ = (1 + e) / (1 - e) with e = LATENCY_RELATIVE_ERROR (src/modules/metrics/analytics-metrics.ts; a unit
+-- test checks the two agree).
+create or replace function analytics_latency_bucket(ms integer) returns integer language sql immutable as $$
+  select case when coalesce(ms, 0) <= 0 then 0 else 1 + ceil(ln(ms) / ln(1.02 / 0.98))::integer end
+$$;
+
+create or replace function analytics_hist_add(h integer[], b integer, n integer) returns integer[] language plpgsql immutable as $$
+begin
+  h[b] := coalesce(h[b], 0) + n;
+  return h;
+end $$;
+
+create or replace function analytics_hist_build(buckets integer[]) returns integer[] language plpgsql immutable as $$
+declare
+  h integer[] := '{}';
+  b integer;
+begin
+  foreach b in array coalesce(buckets, '{}') loop
+    h[b] := coalesce(h[b], 0) + 1;
+  end loop;
+  return h;
+end $$;
+
+-- At most this many rows per key: past it, transactions share rows (and wait for each other).
+create or replace function analytics_shard_limit() returns integer language sql immutable as 'select 8';
+
+-- A shard number to open for key k, whose committed shards (all held by other
+-- transactions) are `taken`. Another transaction may be opening one right now, invisible
+-- here until it commits: an advisory lock on (key, shard) keeps two from opening the
+-- same one (and waiting for each other). The first row of a key is shard 0, without one.
+create or replace function analytics_new_shard(k text, taken smallint[]) returns smallint language plpgsql as $$
+begin
+  if taken is null then return 0; end if;
+  for s in 0 .. analytics_shard_limit() - 1 loop
+    if not s = any(taken) and pg_try_advisory_xact_lock(hashtext(k), s) then return s; end if;
+  end loop;
+  return pg_backend_pid() % analytics_shard_limit();
+end $$;
+
+-- The shard of analytics_hourly this transaction adds to: the first one no other
+-- transaction holds (now locked for this one), else a new one. One function per table
+-- rather than one with dynamic SQL: EXECUTE plans its statement at every call, and this
+-- runs in every commit that touches an execution.
+create or replace function analytics_hourly_shard(o text, w text, h timestamptz, t text, c text) returns smallint language plpgsql as $$
+declare
+  s smallint;
+  taken smallint[];
+begin
+  select shard into s from analytics_hourly
+   where organization_id = o and workflow_id = w and hour = h and trigger_id = t and channel = c
+   order by shard limit 1 for update skip locked;
+  if found then return s; end if;
+  select array_agg(shard) into taken from analytics_hourly
+   where organization_id = o and workflow_id = w and hour = h and trigger_id = t and channel = c;
+  return analytics_new_shard(concat_ws('/', 'hourly', o, w, h, t, c), taken);
+end $$;
+
+create or replace function analytics_node_shard(o text, w text, h timestamptz, nd text, ty text) returns smallint language plpgsql as $$
+declare
+  s smallint;
+  taken smallint[];
+begin
+  select shard into s from analytics_node_hourly
+   where organization_id = o and workflow_id = w and hour = h and node_id = nd and type = ty
+   order by shard limit 1 for update skip locked;
+  if found then return s; end if;
+  select array_agg(shard) into taken from analytics_node_hourly
+   where organization_id = o and workflow_id = w and hour = h and node_id = nd and type = ty;
+  return analytics_new_shard(concat_ws('/', 'node', o, w, h, nd, ty), taken);
+end $$;
+
+create or replace function analytics_add_execution(e executions, s integer, with_customer boolean) returns void language plpgsql as $$
+declare
+  fin boolean := e.status in ('success', 'failed');
+  h timestamptz := date_trunc('hour', e.started_at, 'UTC');
+  tr text := coalesce(e.trigger_id, '');
+begin
+  insert into analytics_hourly as a (organization_id, workflow_id, hour, trigger_id, channel, shard, started, succeeded, failed, cancelled,
+                                     timeout_errors, api_errors, validation_errors, duration_sum_ms, latency_hist)
+  values (e.organization_id, e.workflow_id, h, tr, e.channel, analytics_hourly_shard(e.organization_id, e.workflow_id, h, tr, e.channel),
+          case when with_customer then s else 0 end,
+          case when e.status = 'success' then s else 0 end,
+          case when e.status = 'failed' then s else 0 end,
+          case when e.status = 'cancelled' then s else 0 end,
+          case when e.status = 'failed' and e.error_type = 'timeout' then s else 0 end,
+          case when e.status = 'failed' and e.error_type = 'api_error' then s else 0 end,
+          case when e.status = 'failed' and e.error_type = 'validation_error' then s else 0 end,
+          case when fin then s * coalesce(e.duration_ms, 0) else 0 end,
+          case when fin then analytics_hist_add('{}', analytics_latency_bucket(e.duration_ms), s) else '{}' end)
+  on conflict (organization_id, workflow_id, hour, trigger_id, channel, shard) do update set
+    started = a.started + excluded.started,
+    succeeded = a.succeeded + excluded.succeeded,
+    failed = a.failed + excluded.failed,
+    cancelled = a.cancelled + excluded.cancelled,
+    timeout_errors = a.timeout_errors + excluded.timeout_errors,
+    api_errors = a.api_errors + excluded.api_errors,
+    validation_errors = a.validation_errors + excluded.validation_errors,
+    duration_sum_ms = a.duration_sum_ms + excluded.duration_sum_ms,
+    latency_hist = case when fin then analytics_hist_add(a.latency_hist, analytics_latency_bucket(e.duration_ms), s) else a.latency_hist end;
+  if with_customer and e.customer_id is not null then
+    insert into analytics_customer_days as d (organization_id, workflow_id, day, channel, customer_id, executions)
+    values (e.organization_id, e.workflow_id, (e.started_at at time zone 'UTC')::date, e.channel, e.customer_id, s)
+    on conflict (organization_id, workflow_id, day, channel, customer_id) do update set executions = d.executions + excluded.executions;
+  end if;
+end $$;
+
+create or replace function analytics_add_message(m messages, s integer, with_customer boolean) returns void language plpgsql as $$
+declare
+  wf text;
+  tr text;
+  h timestamptz := date_trunc('hour', m.created_at, 'UTC');
+begin
+  if m.execution_id is not null then
+    select workflow_id, trigger_id into wf, tr from executions where id = m.execution_id;
+  end if;
+  wf := coalesce(wf, '');
+  tr := coalesce(tr, '');
+  insert into analytics_hourly as a (organization_id, workflow_id, hour, trigger_id, channel, shard, messages_in, messages_out)
+  values (m.organization_id, wf, h, tr, m.channel, analytics_hourly_shard(m.organization_id, wf, h, tr, m.channel),
+          case when m.direction = 'inbound' then s else 0 end, case when m.direction = 'outbound' then s else 0 end)
+  on conflict (organization_id, workflow_id, hour, trigger_id, channel, shard) do update set
+    messages_in = a.messages_in + excluded.messages_in, messages_out = a.messages_out + excluded.messages_out;
+  if with_customer then
+    insert into analytics_customer_days as d (organization_id, workflow_id, day, channel, customer_id, messages_in, messages_out)
+    values (m.organization_id, '', (m.created_at at time zone 'UTC')::date, m.channel, m.customer_id,
+            case when m.direction = 'inbound' then s else 0 end, case when m.direction = 'outbound' then s else 0 end)
+    on conflict (organization_id, workflow_id, day, channel, customer_id) do update set
+      messages_in = d.messages_in + excluded.messages_in, messages_out = d.messages_out + excluded.messages_out;
+  end if;
+end $$;
+
+create or replace function analytics_on_execution() returns trigger language plpgsql as $$
+begin
+  if tg_op = 'INSERT' then
+    perform analytics_add_execution(new, 1, true);
+  else
+    perform analytics_add_execution(old, -1, false);
+    perform analytics_add_execution(new, 1, false);
+  end if;
+  return null;
+end $$;
+
+create or replace function analytics_on_message() returns trigger language plpgsql as $$
+begin
+  if tg_op = 'INSERT' then
+    perform analytics_add_message(new, 1, true);
+  else
+    perform analytics_add_message(old, -1, false);
+    perform analytics_add_message(new, 1, false);
+  end if;
+  return null;
+end $$;
+
+-- Form steps carry the answers of rating (1-5) and nps (0-10) fields in output.scores.
+-- at_shard: the shard to add to; null picks one (the triggers), the rebuild passes 0.
+create or replace function analytics_add_scores(st execution_steps, e executions, at_shard smallint default null) returns void language plpgsql as $$
+declare
+  rating integer[];
+  nps integer[];
+  h timestamptz := date_trunc('hour', e.started_at, 'UTC');
+  tr text := coalesce(e.trigger_id, '');
+begin
+  select array_agg(v::integer) into rating from jsonb_array_elements_text(coalesce(st.output #> '{scores,rating}', '[]')) v;
+  select array_agg(v::integer) into nps from jsonb_array_elements_text(coalesce(st.output #> '{scores,nps}', '[]')) v;
+  if rating is null and nps is null then return; end if;
+  insert into analytics_hourly as a (organization_id, workflow_id, hour, trigger_id, channel, shard, rating_sum, rating_count, nps_promoters, nps_detractors, nps_count)
+  values (e.organization_id, e.workflow_id, h, tr, e.channel, coalesce(at_shard, analytics_hourly_shard(e.organization_id, e.workflow_id, h, tr, e.channel)),
+          coalesce((select sum(x) from unnest(rating) x), 0), coalesce(cardinality(rating), 0),
+          coalesce((select count(*) from unnest(nps) x where x >= 9), 0), coalesce((select count(*) from unnest(nps) x where x <= 6), 0),
+          coalesce(cardinality(nps), 0))
+  on conflict (organization_id, workflow_id, hour, trigger_id, channel, shard) do update set
+    rating_sum = a.rating_sum + excluded.rating_sum, rating_count = a.rating_count + excluded.rating_count,
+    nps_promoters = a.nps_promoters + excluded.nps_promoters, nps_detractors = a.nps_detractors + excluded.nps_detractors,
+    nps_count = a.nps_count + excluded.nps_count;
+end $$;
+
+create or replace function analytics_on_step() returns trigger language plpgsql as $$
+declare
+  e executions;
+  h timestamptz;
+begin
+  select * into e from executions where id = new.execution_id;
+  h := date_trunc('hour', e.started_at, 'UTC');
+  insert into analytics_node_hourly as a (organization_id, workflow_id, hour, node_id, type, shard, steps, failed_steps, duration_sum_ms)
+  values (new.organization_id, e.workflow_id, h, new.node_id, new.type, analytics_node_shard(new.organization_id, e.workflow_id, h, new.node_id, new.type), 1,
+          case when new.status = 'failed' then 1 else 0 end, coalesce(new.duration_ms, 0))
+  on conflict (organization_id, workflow_id, hour, node_id, type, shard) do update set
+    steps = a.steps + 1, failed_steps = a.failed_steps + excluded.failed_steps, duration_sum_ms = a.duration_sum_ms + excluded.duration_sum_ms;
+  if new.output ? 'scores' then perform analytics_add_scores(new, e); end if;
+  return null;
+end $$;
+
+create or replace function analytics_on_step_delete() returns trigger language plpgsql as $$
+declare
+  e executions;
+begin
+  select * into e from executions where id = old.execution_id;
+  if not found then return null; end if;
+  update analytics_node_hourly a
+     set steps = a.steps - 1, failed_steps = a.failed_steps - (old.status = 'failed')::int,
+         duration_sum_ms = a.duration_sum_ms - coalesce(old.duration_ms, 0)
+   where a.ctid = (select ctid from analytics_node_hourly
+                    where organization_id = old.organization_id and workflow_id = e.workflow_id
+                      and hour = date_trunc('hour', e.started_at, 'UTC') and node_id = old.node_id and type = old.type
+                    order by shard limit 1);
+  return null;
+end $$;
+
+-- Recomputes every rollup from the facts (backfill; bulk loads that bypass the triggers).
+create or replace function analytics_rebuild() returns void language plpgsql as $$
+begin
+  truncate analytics_hourly, analytics_node_hourly, analytics_customer_days;
+  insert into analytics_hourly (organization_id, workflow_id, hour, trigger_id, channel, started, succeeded, failed, cancelled,
+                                timeout_errors, api_errors, validation_errors, duration_sum_ms, latency_hist)
+  select organization_id, workflow_id, date_trunc('hour', started_at, 'UTC'), coalesce(trigger_id, ''), channel, count(*),
+         count(*) filter (where status = 'success'), count(*) filter (where status = 'failed'), count(*) filter (where status = 'cancelled'),
+         count(*) filter (where status = 'failed' and error_type = 'timeout'),
+         count(*) filter (where status = 'failed' and error_type = 'api_error'),
+         count(*) filter (where status = 'failed' and error_type = 'validation_error'),
+         coalesce(sum(duration_ms) filter (where status in ('success', 'failed')), 0),
+         analytics_hist_build(array_agg(analytics_latency_bucket(duration_ms)) filter (where status in ('success', 'failed')))
+    from executions group by 1, 2, 3, 4, 5;
+  insert into analytics_hourly as a (organization_id, workflow_id, hour, trigger_id, channel, messages_in, messages_out)
+  select m.organization_id, coalesce(e.workflow_id, ''), date_trunc('hour', m.created_at, 'UTC'), coalesce(e.trigger_id, ''), m.channel,
+         count(*) filter (where m.direction = 'inbound'), count(*) filter (where m.direction = 'outbound')
+    from messages m left join executions e on e.id = m.execution_id group by 1, 2, 3, 4, 5
+  on conflict (organization_id, workflow_id, hour, trigger_id, channel, shard) do update set
+    messages_in = excluded.messages_in, messages_out = excluded.messages_out;
+  insert into analytics_node_hourly (organization_id, workflow_id, hour, node_id, type, steps, failed_steps, duration_sum_ms)
+  select s.organization_id, e.workflow_id, date_trunc('hour', e.started_at, 'UTC'), s.node_id, s.type, count(*),
+         count(*) filter (where s.status = 'failed'), coalesce(sum(s.duration_ms), 0)
+    from execution_steps s join executions e on e.id = s.execution_id group by 1, 2, 3, 4, 5;
+  perform analytics_add_scores(s, e, 0::smallint) from execution_steps s join executions e on e.id = s.execution_id where s.output ? 'scores';
+  insert into analytics_customer_days (organization_id, workflow_id, day, channel, customer_id, executions)
+  select organization_id, workflow_id, (started_at at time zone 'UTC')::date, channel, customer_id, count(*)
+    from executions where customer_id is not null group by 1, 2, 3, 4, 5;
+  insert into analytics_customer_days (organization_id, workflow_id, day, channel, customer_id, messages_in, messages_out)
+  select organization_id, '', (created_at at time zone 'UTC')::date, channel, customer_id,
+         count(*) filter (where direction = 'inbound'), count(*) filter (where direction = 'outbound')
+    from messages group by 1, 2, 3, 4, 5;
+end $$;
