@@ -4,13 +4,13 @@
  * the status answer read the same filters.
  */
 import { EntitySchema, OptionalProps } from '@mikro-orm/core';
-import { fileColumns, type FileRecord } from '../files/file-records';
+import { fileColumns, type FileRecord, type OptionalFileColumns } from '../files/file-records';
 
 export const EXPORT_STATUSES = ['processing', 'completed', 'failed', 'expired'] as const;
 export type ExportStatus = (typeof EXPORT_STATUSES)[number];
 
 export class AnalyticsExport implements FileRecord {
-  [OptionalProps]?: 'rowsTotal' | 'rowsWritten' | 'fileKey' | 'fileSize' | 'errorMessage' | 'createdAt' | 'completedAt' | 'expiresAt' | 'generatedAt';
+  [OptionalProps]?: 'rowsTotal' | 'rowsWritten' | 'generatedAt' | OptionalFileColumns;
   id!: string;
   organizationId!: string;
   dataType!: string;

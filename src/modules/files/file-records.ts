@@ -26,6 +26,9 @@ export interface FileRecord {
   expiresAt: Date | null;
 }
 
+/** The file columns a new record may leave out (for the entities' `[OptionalProps]`). */
+export type OptionalFileColumns = 'fileKey' | 'fileSize' | 'errorMessage' | 'createdAt' | 'completedAt' | 'expiresAt';
+
 /** The entity-schema properties of those columns (besides id, organization and status, which each table declares). */
 export const fileColumns = {
   fileKey: { type: 'string', fieldName: 'file_key', nullable: true },

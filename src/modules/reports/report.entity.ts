@@ -4,13 +4,13 @@
  * filters, grouping, granularity), which the workflow reads.
  */
 import { EntitySchema, OptionalProps } from '@mikro-orm/core';
-import { fileColumns, type FileRecord } from '../files/file-records';
+import { fileColumns, type FileRecord, type OptionalFileColumns } from '../files/file-records';
 
 export const REPORT_STATUSES = ['generating', 'completed', 'failed', 'expired'] as const;
 export type ReportStatus = (typeof REPORT_STATUSES)[number];
 
 export class Report implements FileRecord {
-  [OptionalProps]?: 'description' | 'fileKey' | 'fileSize' | 'errorMessage' | 'createdAt' | 'completedAt' | 'expiresAt';
+  [OptionalProps]?: 'description' | OptionalFileColumns;
   id!: string;
   organizationId!: string;
   name!: string;
