@@ -54,8 +54,6 @@ module.exports = {
           '[.]docs[.]ts$',
           '^src/modules/oauth/oauth-(server|account|interactions)[.]ts$',
           '^src/modules/inbound/trigger-receiver[.]ts$',
-          // Still takes a Koa Context until reports and exports return file handles (#24 move 5): remove then.
-          '^src/modules/reports/report[.]service[.]ts$',
         ],
       },
       to: { path: '(^|/)node_modules/(koa|koa-body|@koa/[^/]+|@types/koa)/' },

@@ -4,7 +4,7 @@
  * the status answer read the same filters.
  */
 import { EntitySchema, OptionalProps } from '@mikro-orm/core';
-import { fileColumns, type FileRecord, type OptionalFileColumns } from '../files/file-records';
+import { fileColumns, type FileRecord, type OptionalFileColumns } from '../files/file-record.entity';
 
 export const EXPORT_STATUSES = ['processing', 'completed', 'failed', 'expired'] as const;
 export type ExportStatus = (typeof EXPORT_STATUSES)[number];

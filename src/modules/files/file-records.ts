@@ -6,38 +6,13 @@
  * No HTTP here: a download answers a `FileHandle`, which the route streams or redirects to.
  */
 import type { Readable } from 'node:stream';
-import { BigIntType, type EntityData, type EntityName, type FilterQuery, LockMode, type OrderDefinition, type RequiredEntityData } from '@mikro-orm/core';
+import { type EntityData, type EntityName, type FilterQuery, LockMode, type OrderDefinition, type RequiredEntityData } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { conflict, DomainError, gone, notFound } from '../../errors';
 import { offsetOf, type Page, paginate } from '../../http/pagination';
 import type { Services } from '../../services';
 import { recordEvent } from '../events/outbox';
-
-/** The columns every generated-file record has. */
-export interface FileRecord {
-  id: string;
-  organizationId: string;
-  status: string;
-  fileKey: string | null;
-  fileSize: number | null;
-  errorMessage: string | null;
-  createdAt: Date;
-  completedAt: Date | null;
-  expiresAt: Date | null;
-}
-
-/** The file columns a new record may leave out (for the entities' `[OptionalProps]`). */
-export type OptionalFileColumns = 'fileKey' | 'fileSize' | 'errorMessage' | 'createdAt' | 'completedAt' | 'expiresAt';
-
-/** The entity-schema properties of those columns (besides id, organization and status, which each table declares). */
-export const fileColumns = {
-  fileKey: { type: 'string', fieldName: 'file_key', nullable: true },
-  fileSize: { type: new BigIntType('number'), fieldName: 'file_size', nullable: true },
-  errorMessage: { type: 'string', fieldName: 'error_message', nullable: true },
-  createdAt: { type: 'Date', fieldName: 'created_at' },
-  completedAt: { type: 'Date', fieldName: 'completed_at', nullable: true },
-  expiresAt: { type: 'Date', fieldName: 'expires_at', nullable: true },
-} as const;
+import type { FileRecord } from './file-record.entity';
 
 /** A file ready to download: either a presigned URL to redirect to, or its bytes to stream. */
 export type FileHandle = {

@@ -4,7 +4,7 @@
  * filters, grouping, granularity), which the workflow reads.
  */
 import { EntitySchema, OptionalProps } from '@mikro-orm/core';
-import { fileColumns, type FileRecord, type OptionalFileColumns } from '../files/file-records';
+import { fileColumns, type FileRecord, type OptionalFileColumns } from '../files/file-record.entity';
 
 export const REPORT_STATUSES = ['generating', 'completed', 'failed', 'expired'] as const;
 export type ReportStatus = (typeof REPORT_STATUSES)[number];
