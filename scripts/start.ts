@@ -10,7 +10,7 @@
  * Ctrl-C / SIGTERM stops the service first (it drains), then the dev server.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { ConfigError, loadConfig } from '../src/config';
@@ -20,6 +20,7 @@ import { searchAttributeCliArgs } from '../temporal/shared';
 import { findOrInstallTemporalCli } from './lib/temporal-cli';
 import { ensureSearchAttributes } from '../src/temporal-search-attributes';
 import { startTemporalDevServer } from './lib/temporal-dev-server';
+import { generateSecretsKey } from '../src/secrets';
 
 // The same JSON lines as the service it starts, so the console reads in one format.
 const logger = createLogger('info').child({ component: 'start' });
@@ -64,7 +65,23 @@ async function ensureTemporal(uiPort: number, namespace: string): Promise<LocalT
   return { address: env.address, ui: `http://localhost:${uiPort}`, stop: () => env.teardown() };
 }
 
+/**
+ * Development only: the key sealing stored secrets, kept in .data/ so that secrets stored by
+ * one `npm start` open in the next. Production sets SECRETS_ENCRYPTION_KEY (loadConfig refuses to start without it).
+ */
+function developmentSecretsKey(): string {
+  const dataDir = path.resolve(__dirname, '..', '.data');
+  const file = path.join(dataDir, 'secrets-encryption-key');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  mkdirSync(dataDir, { recursive: true });
+  const key = generateSecretsKey();
+  writeFileSync(file, `${key}\n`, { mode: 0o600 });
+  log(`generated a development SECRETS_ENCRYPTION_KEY in ${file}`);
+  return key;
+}
+
 async function main() {
+  if (!process.env.SECRETS_ENCRYPTION_KEY && process.env.NODE_ENV !== 'production') process.env.SECRETS_ENCRYPTION_KEY = developmentSecretsKey();
   const config = loadConfig();
   let temporal: LocalTemporal | undefined;
   if (config.TEMPORAL_ADDRESS) {

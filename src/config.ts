@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { parseTrustProxy } from './http/trusted-proxies';
+import { parseSecretsKey } from './secrets';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -116,6 +117,16 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** How long an authenticated API key stays cached in-process; bounds how late a revocation bites. */
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(1000).default(500),
+  /**
+   * AES-256-GCM key (32 bytes, base64 or hex) sealing the secrets stored in PostgreSQL
+   * (src/secrets.ts). Required in production; `npm start` generates one into .data/.
+   */
+  SECRETS_ENCRYPTION_KEY: z
+    .string()
+    .optional()
+    .refine((v) => v === undefined || v === '' || parseSecretsKey(v) !== undefined, 'must be 32 bytes, base64 (44 characters) or hex (64 characters)'),
+  /** The Meta Graph API base (with its version): WhatsApp Cloud API and Instagram Messaging connections. */
+  META_GRAPH_API_URL: z.url().default('https://graph.facebook.com/v21.0'),
   /** Executions: unset stores outbound messages as the transcript only; set, each is also POSTed here. */
   CHANNEL_PROVIDER_URL: z.url().optional(),
   CHANNEL_PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
@@ -182,6 +193,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (c.FILE_STORAGE === 's3' && !c.S3_BUCKET) throw new ConfigError('Invalid configuration:\n  S3_BUCKET: required when FILE_STORAGE=s3');
   if (c.NODE_ENV === 'production' && c.FORM_TIMEOUT_MIN_SECONDS !== undefined) {
     throw new ConfigError('Invalid configuration:\n  FORM_TIMEOUT_MIN_SECONDS: a test-only setting, refused when NODE_ENV=production');
+  }
+  if (c.NODE_ENV === 'production' && !c.SECRETS_ENCRYPTION_KEY) {
+    throw new ConfigError('Invalid configuration:\n  SECRETS_ENCRYPTION_KEY: required when NODE_ENV=production (32 bytes, base64 or hex)');
   }
   return Object.freeze({
     ...c,

@@ -127,6 +127,8 @@ async function migrateTemplateDatabase(runId: string): Promise<string> {
 export default async function globalSetup(): Promise<void> {
   await Promise.all([checkPostgres(), checkRedis()]);
   process.env.TEST_RUN_ID ??= randomBytes(3).toString('hex');
+  // Stored secrets are sealed with it (src/secrets.ts); every app and worker of the run shares it.
+  process.env.SECRETS_ENCRYPTION_KEY ??= randomBytes(32).toString('base64');
   const [address, bundlePath, templateUrl] = await Promise.all([startTemporal(), bundleWorkflowsOnce(), migrateTemplateDatabase(process.env.TEST_RUN_ID)]);
   process.env.TEST_TEMPORAL_ADDRESS = address;
   process.env.TEMPORAL_WORKFLOW_BUNDLE_PATH = bundlePath;
