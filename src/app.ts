@@ -45,6 +45,7 @@ import { triggerRoutes } from './modules/triggers/trigger.routes';
 import { workflowRoutes } from './modules/workflows/workflow.routes';
 import { webhookRoutes } from './modules/webhooks/webhook.routes';
 import { analyticsRoutes } from './modules/analytics/analytics.routes';
+import { channelRoutes } from './modules/channels/channel.routes';
 import { registerWebhookEventDocs } from './modules/webhooks/webhook.events-doc';
 import type { Services } from './services';
 import { readinessChecks } from './readiness';
@@ -89,6 +90,7 @@ export const ROUTE_FACTORIES: Array<(s: ApiServices) => AnyRoute[]> = [
   reportRoutes,
   replayRoutes,
   dryRunRoutes,
+  channelRoutes,
 ];
 
 /** Routers outside /v1 that every app mounts (receivers that authenticate requests their own way). */

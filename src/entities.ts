@@ -16,6 +16,7 @@ import { WorkflowRevisionSchema, WorkflowSchema } from './modules/workflows/work
 import { WebhookLogSchema, WebhookSchema } from './modules/webhooks/webhook.entity';
 import { AnalyticsExportSchema } from './modules/exports/export.entity';
 import { ReportSchema } from './modules/reports/report.entity';
+import { ChannelConnectionSchema } from './modules/channels/channel.entity';
 
 export const entities = [
   OrganizationSchema,
@@ -43,4 +44,6 @@ export const entities = [
   // reports and exports
   AnalyticsExportSchema,
   ReportSchema,
+  // channel connections
+  ChannelConnectionSchema,
 ];

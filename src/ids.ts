@@ -38,6 +38,7 @@ export const ID_PREFIX = {
   report: 'rpt',
   replay: 'rpl',
   dryRun: 'dry',
+  channelConnection: 'chn',
 } as const;
 
 export function newId(kind: keyof typeof ID_PREFIX): string {

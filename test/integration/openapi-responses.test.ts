@@ -185,6 +185,19 @@ const CALLS: Array<[string, () => Promise<unknown>]> = [
     );
     expectStatus(await call('POST', '/v1/replays/rpl_openapi/cancel'), 200);
   }],
+  ['channels', async () => {
+    // An http connection to the service itself: its test gets an answer without leaving the machine.
+    const body = { type: 'http', name: 'Bridge', config: { url: `${t.baseUrl}/healthz`, channel: 'whatsapp' } };
+    const channel = expectStatus(await call('POST', '/v1/channels', { body }), 201).data.id;
+    expectStatus(await call('POST', '/v1/channels', { body }), 409);
+    expectStatus(await call('POST', '/v1/channels', { body: { type: 'http', name: 'Bad' } }), 400);
+    expectStatus(await call('GET', '/v1/channels'), 200);
+    expectStatus(await call('GET', `/v1/channels/${channel}`), 200);
+    expectStatus(await call('PUT', `/v1/channels/${channel}`, { body: { name: 'Bridge 2' } }), 200);
+    expectStatus(await call('POST', `/v1/channels/${channel}/rotate-verify-token`), 200);
+    expectStatus(await call('POST', `/v1/channels/${channel}/test`), 200);
+    expectStatus(await call('DELETE', `/v1/channels/${channel}`), 200);
+  }],
   ['knowledge bases', async () => {
     const kb = expectStatus(await call('POST', '/v1/knowledge-bases', { body: { name: 'FAQ' } }), 201).data.id;
     expectStatus(await call('POST', '/v1/knowledge-bases', { body: { name: 'FAQ' } }), 409);
@@ -438,6 +451,7 @@ const VALID_BODIES: Record<string, object> = {
   'PUT /v1/knowledge-bases/{knowledge_base_id}/articles/{article_id}': { title: 'Renamed' },
   'PUT /v1/applications/{application_id}': { name: 'Renamed' },
   'PUT /v1/users/{user_id}': { role: 'read' },
+  'PUT /v1/channels/{channel_id}': { name: 'Renamed' },
 };
 
 test('every authenticated operation answers 401 without credentials, 403 to a read key when it writes, and 404 for unknown ids, as documented', async () => {

@@ -42,6 +42,8 @@ describe('tenancy', () => {
     ids.trigger_id = (trigger as { data: { id: string } }).data.id;
     const webhook = await ok(post('/v1/webhooks', { url: 'https://127.0.0.1:9/hooks', events: ['workflow.completed'] }));
     ids.webhook_id = (webhook as { data: { id: string } }).data.id;
+    const channel = await ok(post('/v1/channels', { type: 'http', name: 'Private channel', config: { url: 'http://127.0.0.1:9/send', channel: 'whatsapp' } }));
+    ids.channel_id = (channel as { data: { id: string } }).data.id;
     const kb = await ok(post('/v1/knowledge-bases', { name: 'Private KB' }));
     ids.knowledge_base_id = (kb as { data: { id: string } }).data.id;
     const article = await ok(post(`/v1/knowledge-bases/${ids.knowledge_base_id}/articles`, { title: 'Refunds', content: 'Within 30 days.' }));
@@ -80,6 +82,7 @@ describe('tenancy', () => {
           `/v1/workflows/${ids.workflow_id}/executions/${ids.execution_id}`,
           `/v1/triggers/${ids.trigger_id}`,
           `/v1/webhooks/${ids.webhook_id}`,
+          `/v1/channels/${ids.channel_id}`,
           `/v1/knowledge-bases/${ids.knowledge_base_id}`,
           `/v1/knowledge-bases/${ids.knowledge_base_id}/articles/${ids.article_id}`,
           `/v1/customers/${ids.customer_id}`,
@@ -114,6 +117,7 @@ describe('tenancy', () => {
     'put /v1/knowledge-bases/{knowledge_base_id}/articles/{article_id}': { title: 'Taken over' },
     'put /v1/applications/{application_id}': { name: 'Taken over' },
     'put /v1/users/{user_id}': { role: 'read' },
+    'put /v1/channels/{channel_id}': { name: 'Taken over', status: 'disabled' },
   });
 
   it("answers every route with another organization's ids as not found and changes nothing", async () => {
@@ -146,7 +150,7 @@ describe('tenancy', () => {
   });
 
   it('never lists another organization\'s resources', async () => {
-    for (const path of ['/v1/workflows', '/v1/triggers', '/v1/webhooks', '/v1/knowledge-bases', '/v1/customers', '/v1/api-keys', '/v1/applications', '/v1/users', '/v1/oauth-clients']) {
+    for (const path of ['/v1/workflows', '/v1/triggers', '/v1/webhooks', '/v1/knowledge-bases', '/v1/customers', '/v1/api-keys', '/v1/applications', '/v1/users', '/v1/oauth-clients', '/v1/channels']) {
       const res = await t.request.get(path).set(bearer(stranger));
       expect({ path, status: res.status }).toEqual({ path, status: 200 });
       expect(JSON.stringify(res.body.data)).not.toMatch(new RegExp(Object.values(ids).join('|')));

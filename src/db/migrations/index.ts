@@ -29,6 +29,7 @@ import { Migration20261202000100_webhook_secret_rotation } from './Migration2026
 import { Migration20261202000200_webhook_disabling } from './Migration20261202000200_webhook_disabling';
 import { Migration20261202000300_execution_resets } from './Migration20261202000300_execution_resets';
 import { Migration20261204000100_rollup_functions } from './Migration20261204000100_rollup_functions';
+import { Migration20261207000100_channels } from './Migration20261207000100_channels';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -58,4 +59,5 @@ export const migrationsList = [
   { name: 'Migration20261202000200_webhook_disabling', class: Migration20261202000200_webhook_disabling },
   { name: 'Migration20261202000300_execution_resets', class: Migration20261202000300_execution_resets },
   { name: 'Migration20261204000100_rollup_functions', class: Migration20261204000100_rollup_functions },
+  { name: 'Migration20261207000100_channels', class: Migration20261207000100_channels },
 ];

@@ -1,0 +1,180 @@
+/**
+ * Owns channel connections: create, list, get, update, soft delete, verify-token rotation
+ * and the provider test, scoped to the caller's organization. Secrets are sealed here on the
+ * way in (src/secrets.ts) and opened only by `openSecret`, for the hook receiver and the
+ * outbound adapters: no answer, list or log carries one.
+ */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Config } from '../../config';
+import { flushOrConflict } from '../../db/flush';
+import { conflict, invalid, notFound } from '../../errors';
+import { offsetOf, type Page } from '../../http/pagination';
+import { newId, randomBase62 } from '../../ids';
+import { secretBoxOf } from '../../secrets';
+import { ChannelConnection, type ChannelConnectionType, type ChannelSecretName } from './channel.entity';
+import type { ChannelConnectionIn, ChannelConnectionUpdate } from './channel.schemas';
+import { fetchGraphNode, GraphError } from './meta-graph';
+
+export const channelNotFound = () => notFound('CHANNEL_NOT_FOUND', 'Channel connection');
+const nameTaken = () => conflict('CHANNEL_ALREADY_EXISTS', 'A channel connection with this name already exists', 'name');
+
+/** Which config fields each type shows, and which it keeps sealed. */
+const FIELDS: Record<ChannelConnectionType, { shown: string[]; secret: ChannelSecretName[] }> = {
+  whatsapp_cloud: { shown: ['phone_number_id'], secret: ['access_token', 'app_secret'] },
+  instagram: { shown: ['instagram_account_id'], secret: ['access_token', 'app_secret'] },
+  http: { shown: ['url', 'channel'], secret: ['secret'] },
+};
+
+/** Graph's node of a Meta connection: the phone number or the Instagram account. */
+export const graphNodeOf = (c: ChannelConnection): string | undefined =>
+  c.type === 'whatsapp_cloud' ? c.config.phone_number_id : c.type === 'instagram' ? c.config.instagram_account_id : undefined;
+
+export const isMetaConnection = (c: ChannelConnection) => c.type === 'whatsapp_cloud' || c.type === 'instagram';
+
+const newVerifyToken = () => randomBase62(32);
+
+export type ChannelTestResult = { ok: boolean; status_code: number; error_message: string | null };
+
+export class ChannelService {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly config: Config,
+  ) {}
+
+  private get box() {
+    return secretBoxOf(this.config);
+  }
+
+  /** Splits a config into the shown fields and the sealed secrets of the type. */
+  private split(type: ChannelConnectionType, config: Record<string, unknown>) {
+    const shown: Record<string, string> = {};
+    const sealed: Partial<Record<ChannelSecretName, string>> = {};
+    for (const [k, v] of Object.entries(config)) {
+      if (v === undefined) continue;
+      if (FIELDS[type].shown.includes(k)) shown[k] = String(v);
+      else if ((FIELDS[type].secret as string[]).includes(k)) sealed[k as ChannelSecretName] = this.box.seal(String(v));
+      else throw invalid(`config.${k} is not a field of ${type} connections`, `config.${k}`);
+    }
+    return { shown, sealed };
+  }
+
+  async create(organizationId: string, input: ChannelConnectionIn): Promise<{ connection: ChannelConnection; verifyToken: string }> {
+    const { shown, sealed } = this.split(input.type, input.config);
+    const verifyToken = newVerifyToken();
+    const channel = input.type === 'whatsapp_cloud' ? 'whatsapp' : input.type === 'instagram' ? 'instagram' : input.config.channel;
+    const connection = this.em.create(ChannelConnection, {
+      id: newId('channelConnection'),
+      organizationId,
+      type: input.type,
+      channel,
+      name: input.name,
+      config: shown,
+      secrets: { ...sealed, verify_token: this.box.seal(verifyToken) },
+    });
+    await flushOrConflict(this.em, nameTaken);
+    return { connection, verifyToken };
+  }
+
+  async list(organizationId: string, filter: { type?: string | undefined; channel?: string | undefined; status?: string | undefined }, page: Page) {
+    const where: Record<string, unknown> = { organizationId, deletedAt: null };
+    for (const [k, v] of Object.entries(filter)) if (v !== undefined) where[k] = v;
+    const [items, total] = await this.em.findAndCount(ChannelConnection, where, {
+      orderBy: { createdAt: 'desc', id: 'desc' },
+      limit: page.limit,
+      offset: offsetOf(page),
+    });
+    return { items, total };
+  }
+
+  async get(organizationId: string, id: string): Promise<ChannelConnection> {
+    const c = await this.em.findOne(ChannelConnection, { id, organizationId, deletedAt: null });
+    if (!c) throw channelNotFound();
+    return c;
+  }
+
+  /** A live connection by id alone: the hook receiver's lookup (the path names it; the signature proves the sender). */
+  async getForHook(id: string): Promise<ChannelConnection> {
+    const c = await this.em.findOne(ChannelConnection, { id, deletedAt: null });
+    if (!c) throw channelNotFound();
+    return c;
+  }
+
+  async update(organizationId: string, id: string, input: ChannelConnectionUpdate): Promise<ChannelConnection> {
+    const c = await this.get(organizationId, id);
+    if (input.name !== undefined) c.name = input.name;
+    if (input.config) {
+      if (input.config.channel !== undefined && c.type !== 'http') throw invalid(`config.channel is not a field of ${c.type} connections`, 'config.channel');
+      const { shown, sealed } = this.split(c.type, input.config);
+      c.config = { ...c.config, ...shown };
+      if (shown.channel) c.channel = shown.channel;
+      c.secrets = { ...c.secrets, ...sealed };
+      // A new token is the answer to `unauthorized`.
+      if (sealed.access_token && c.status === 'unauthorized') c.status = 'active';
+    }
+    if (input.status !== undefined) c.status = input.status;
+    await flushOrConflict(this.em, nameTaken);
+    return c;
+  }
+
+  async remove(organizationId: string, id: string): Promise<void> {
+    const c = await this.get(organizationId, id);
+    c.deletedAt = new Date();
+    await this.em.flush();
+  }
+
+  async rotateVerifyToken(organizationId: string, id: string): Promise<{ connection: ChannelConnection; verifyToken: string }> {
+    const c = await this.get(organizationId, id);
+    const verifyToken = newVerifyToken();
+    c.secrets = { ...c.secrets, verify_token: this.box.seal(verifyToken) };
+    await this.em.flush();
+    return { connection: c, verifyToken };
+  }
+
+  openSecret(c: ChannelConnection, name: ChannelSecretName): string | undefined {
+    const sealed = c.secrets[name];
+    return sealed === undefined ? undefined : this.box.open(sealed);
+  }
+
+  /** Calls the provider with the stored credentials and sets `status` from the answer (a disabled connection stays disabled). */
+  async test(organizationId: string, id: string): Promise<ChannelTestResult> {
+    const c = await this.get(organizationId, id);
+    const result = await this.probe(c);
+    if (c.status !== 'disabled') {
+      const status = result.ok ? 'active' : result.status_code === 401 || result.unauthorized ? 'unauthorized' : c.status;
+      if (status !== c.status) {
+        c.status = status;
+        await this.em.flush();
+      }
+    }
+    return { ok: result.ok, status_code: result.status_code, error_message: result.error_message };
+  }
+
+  private async probe(c: ChannelConnection): Promise<ChannelTestResult & { unauthorized?: boolean }> {
+    const timeoutMs = this.config.CHANNEL_PROVIDER_TIMEOUT_MS;
+    const node = graphNodeOf(c);
+    if (node !== undefined) {
+      try {
+        await fetchGraphNode({ baseUrl: this.config.META_GRAPH_API_URL, accessToken: this.openSecret(c, 'access_token') ?? '', timeoutMs }, node);
+        return { ok: true, status_code: 200, error_message: null };
+      } catch (err) {
+        if (!(err instanceof GraphError)) throw err;
+        return { ok: false, status_code: err.status, error_message: err.message, unauthorized: err.kind === 'unauthorized' };
+      }
+    }
+    const secret = this.openSecret(c, 'secret');
+    try {
+      const res = await fetch(c.config.url!, {
+        method: 'GET',
+        headers: secret ? { authorization: `Bearer ${secret}` } : {},
+        signal: AbortSignal.timeout(timeoutMs),
+        redirect: 'manual',
+      });
+      await res.arrayBuffer().catch(() => undefined);
+      // A send endpoint may refuse GET (405): it answered, so it is reachable; a refused credential is not.
+      const ok = res.status < 500 && res.status !== 401 && res.status !== 403;
+      return { ok, status_code: res.status, error_message: ok ? null : `the provider answered ${res.status}` };
+    } catch (err) {
+      return { ok: false, status_code: 0, error_message: `the provider did not answer: ${(err as Error).message}` };
+    }
+  }
+}
