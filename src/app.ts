@@ -46,6 +46,7 @@ import { workflowRoutes } from './modules/workflows/workflow.routes';
 import { webhookRoutes } from './modules/webhooks/webhook.routes';
 import { analyticsRoutes } from './modules/analytics/analytics.routes';
 import { channelRoutes } from './modules/channels/channel.routes';
+import { channelHooksRouter, registerChannelHookDocs } from './modules/channels/channel-hooks';
 import { registerWebhookEventDocs } from './modules/webhooks/webhook.events-doc';
 import type { Services } from './services';
 import { readinessChecks } from './readiness';
@@ -94,7 +95,7 @@ export const ROUTE_FACTORIES: Array<(s: ApiServices) => AnyRoute[]> = [
 ];
 
 /** Routers outside /v1 that every app mounts (receivers that authenticate requests their own way). */
-const EXTRA_ROUTER_FACTORIES: Array<(s: ApiServices) => Router> = [triggerReceiverRouter];
+const EXTRA_ROUTER_FACTORIES: Array<(s: ApiServices) => Router> = [triggerReceiverRouter, channelHooksRouter];
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -142,6 +143,7 @@ function mountApi(router: Router, services: ApiServices) {
   for (const factory of ROUTE_FACTORIES) mountRoutes(router, registry, services, factory(services));
   registerWebhookEventDocs(registry);
   registerTriggerReceiverDocs(registry);
+  registerChannelHookDocs(registry);
   registerOAuthDocs(registry);
   registerOperationalDocs(registry);
   return generateDocument(registry, services.config.BASE_URL);

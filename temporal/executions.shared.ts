@@ -149,11 +149,19 @@ export function formScores(fields: FormFieldSpec[], answers: Record<string, stri
 }
 
 /**
+ * The transcript text of a customer message that carries no text (an image, a voice note, a
+ * location...): `[image]`. A form waiting for text re-asks when it gets one.
+ */
+export const nonTextMessageText = (type: string): string => `[${type}]`;
+const NON_TEXT_MESSAGE = /^\[(image|audio|video|document|sticker|location|contacts|reaction|unsupported|attachment|share|story_mention)\]$/;
+
+/**
  * Checks one reply against a form field: returns the stored value, or the problem to tell
  * the customer. Pure, so the workflow runs it deterministically.
  */
 export function validateFormReply(field: FormFieldSpec, text: string): { value: string } | { problem: string } {
   const value = text.trim();
+  if (NON_TEXT_MESSAGE.test(value)) return { problem: 'Please answer with a text message' };
   if (value === '') return field.required ? { problem: `${field.label} is required` } : { value: '' };
   if (field.type === 'email' && !EMAIL.test(value)) return { problem: 'That does not look like an email address' };
   if (field.type === 'phone' && !PHONE.test(value)) return { problem: 'That does not look like a phone number' };

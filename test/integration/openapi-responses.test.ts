@@ -9,6 +9,7 @@ import { exportJWK, generateKeyPair } from 'jose';
 import type { Response } from 'supertest';
 import { signBody, SIGNATURE_HEADER } from '../../src/http/signature';
 import { createActivities } from '../../temporal/activities';
+import { hubSignature, whatsAppText } from '../helpers/fake-meta';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { createUser, signInAndConsent } from '../helpers/oauth';
 import { OpenApiContract } from '../helpers/openapi-contract';
@@ -197,6 +198,23 @@ const CALLS: Array<[string, () => Promise<unknown>]> = [
     expectStatus(await call('POST', `/v1/channels/${channel}/rotate-verify-token`), 200);
     expectStatus(await call('POST', `/v1/channels/${channel}/test`), 200);
     expectStatus(await call('DELETE', `/v1/channels/${channel}`), 200);
+    // A WhatsApp connection's hook: the handshake and signed deliveries (nothing leaves the machine).
+    const wa = expectStatus(
+      await call('POST', '/v1/channels', { body: { type: 'whatsapp_cloud', name: 'WA', config: { phone_number_id: '1065403', access_token: 'tok', app_secret: 'app-secret' } } }),
+      201,
+    ).data;
+    const hook = `/hooks/channels/${wa.id}`;
+    const query = (token: string) => `?hub.mode=subscribe&hub.verify_token=${token}&hub.challenge=42`;
+    expectStatus(await call('GET', `${hook}${query(wa.verify_token)}`, { key: null }), 200);
+    expectStatus(await call('GET', `${hook}${query('wrong')}`, { key: null }), 403);
+    expectStatus(await call('GET', `/hooks/channels/chn_missing${query('x')}`, { key: null }), 404);
+    const payload = JSON.stringify(whatsAppText('1065403', '15550007777', 'hello').body);
+    const signed = { 'Content-Type': 'application/json', 'X-Hub-Signature-256': hubSignature('app-secret', payload) };
+    expectStatus(await call('POST', hook, { key: null, body: payload, headers: signed }), 200);
+    expectStatus(await call('POST', hook, { key: null, body: payload, headers: { ...signed, 'X-Hub-Signature-256': 'sha256=00' } }), 401);
+    const odd = JSON.stringify({ hello: 'world' });
+    expectStatus(await call('POST', hook, { key: null, body: odd, headers: { ...signed, 'X-Hub-Signature-256': hubSignature('app-secret', odd) } }), 400);
+    expectStatus(await call('POST', '/hooks/channels/chn_missing', { key: null, body: payload, headers: signed }), 404);
   }],
   ['knowledge bases', async () => {
     const kb = expectStatus(await call('POST', '/v1/knowledge-bases', { body: { name: 'FAQ' } }), 201).data.id;

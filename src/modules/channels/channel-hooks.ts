@@ -1,0 +1,192 @@
+/**
+ * Owns the inbound side of Meta connections: `{BASE_URL}/hooks/channels/{channel_id}`,
+ * outside /v1 and its API-key pipeline; the provider proves itself instead.
+ *
+ * - GET: Meta's subscription handshake. `hub.mode=subscribe` with the connection's verify
+ *   token answers the `hub.challenge` as text/plain; anything else 403.
+ * - POST: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(app_secret, raw body)>`, compared in
+ *   constant time; missing or wrong is 401 and nothing is recorded. The body bounds of the
+ *   input guard (size, nesting, NUL) apply before, as for trigger hooks. Each customer
+ *   message goes through `receiveMessage`, the very path of `POST /v1/messages` (keyword
+ *   triggers, form replies, customer creation, redeliveries by provider message id); each
+ *   WhatsApp delivery status moves its outbound message forward. The answer is 200 as soon
+ *   as the rows are committed; a message that cannot be processed is logged and still
+ *   acknowledged, or Meta would redeliver the body for days.
+ */
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { AppError } from '../../http/errors';
+import { ErrorOut, type OpenAPIRegistry, responseHeaders } from '../../http/openapi';
+import { constantTimeEqual, signBody } from '../../http/signature';
+import { z } from '../../http/zod';
+import type { Services } from '../../services';
+import { receiveMessage } from '../inbound/message.service';
+import type { ChannelConnection } from './channel.entity';
+import { ChannelService, channelNotFound, isMetaConnection } from './channel.service';
+import { type MetaHookContent, MetaHookEnvelope, readInstagramHook, readWhatsAppHook } from './meta-hook-payloads';
+import { applyDeliveryStatus, recordInboundTime } from './message-status.writes';
+
+export const HUB_SIGNATURE_HEADER = 'x-hub-signature-256';
+const ID_PATTERN = /^chn_[A-Za-z0-9]{1,60}$/;
+
+export function channelHooksRouter(services: Services): Router {
+  const router = new Router();
+  router.get('/hooks/channels/:channel_id', (ctx) => handshake(ctx, services));
+  router.post('/hooks/channels/:channel_id', (ctx) => receive(ctx, services));
+  return router;
+}
+
+async function metaConnection(services: Services, id: string): Promise<{ svc: ChannelService; connection: ChannelConnection }> {
+  if (!ID_PATTERN.test(id)) throw channelNotFound();
+  const svc = new ChannelService(services.orm.em.fork(), services.config);
+  const connection = await svc.getForHook(id);
+  if (!isMetaConnection(connection)) throw channelNotFound();
+  return { svc, connection };
+}
+
+async function handshake(ctx: Context, services: Services): Promise<void> {
+  const { svc, connection } = await metaConnection(services, String(ctx.params.channel_id ?? ''));
+  const q = ctx.query;
+  const token = typeof q['hub.verify_token'] === 'string' ? q['hub.verify_token'] : '';
+  const challenge = typeof q['hub.challenge'] === 'string' ? q['hub.challenge'] : '';
+  const expected = svc.openSecret(connection, 'verify_token') ?? '';
+  if (q['hub.mode'] !== 'subscribe' || !challenge || !expected || !constantTimeEqual(token, expected)) {
+    throw new AppError(403, 'INVALID_VERIFY_TOKEN', 'hub.mode must be subscribe and hub.verify_token the connection’s verify token');
+  }
+  ctx.status = 200;
+  ctx.type = 'text/plain';
+  ctx.body = challenge.slice(0, 1000);
+}
+
+async function receive(ctx: Context, services: Services): Promise<void> {
+  const { svc, connection } = await metaConnection(services, String(ctx.params.channel_id ?? ''));
+  // koa-body 8 with includeUnparsed keeps the exact text received at `ctx.request.rawBody`.
+  const rawBody = (ctx.request as { rawBody?: unknown }).rawBody;
+  const raw = typeof rawBody === 'string' ? rawBody : '';
+  const signature = ctx.get(HUB_SIGNATURE_HEADER).trim().toLowerCase();
+  if (!signature) throw new AppError(401, 'INVALID_SIGNATURE', 'X-Hub-Signature-256 is required');
+  const appSecret = svc.openSecret(connection, 'app_secret') ?? '';
+  if (!appSecret || !constantTimeEqual(signature, `sha256=${signBody(appSecret, raw)}`)) {
+    throw new AppError(401, 'INVALID_SIGNATURE', 'X-Hub-Signature-256 does not match the body signed with the app secret');
+  }
+  const envelope = MetaHookEnvelope.safeParse(ctx.request.body);
+  if (!envelope.success) throw new AppError(400, 'INVALID_REQUEST', 'The body must be a Meta webhook object: {object, entry: [...]}');
+  const expectedObject = connection.type === 'whatsapp_cloud' ? 'whatsapp_business_account' : 'instagram';
+  const log = services.logger.child({ channel_connection_id: connection.id, request_id: ctx.state.requestId ?? null });
+  const summary = { messages: 0, duplicates: 0, statuses: 0, ignored: 0, failed: 0 };
+  if (envelope.data.object !== expectedObject || connection.status === 'disabled') {
+    log.warn({ object: envelope.data.object, status: connection.status }, 'channel hook body not for this connection, or the connection is disabled: acknowledged, ignored');
+    summary.ignored = envelope.data.entry.length;
+  } else {
+    const content = connection.type === 'whatsapp_cloud' ? readWhatsAppHook(envelope.data.entry) : readInstagramHook(envelope.data.entry);
+    await processContent(services, connection, content, summary, log);
+  }
+  ctx.status = 200;
+  ctx.body = { data: summary };
+}
+
+type Summary = { messages: number; duplicates: number; statuses: number; ignored: number; failed: number };
+
+async function processContent(services: Services, c: ChannelConnection, content: MetaHookContent, summary: Summary, log: Services['logger']) {
+  summary.ignored += content.ignored;
+  const em = services.orm.em.fork();
+  for (const m of content.messages) {
+    try {
+      const received = await receiveMessage(services, c.organizationId, {
+        channel: c.channel,
+        customer_id: m.externalId,
+        message: m.text,
+        metadata: { ...m.metadata, channel_connection_id: c.id },
+        ...(m.name ? { customer: { name: m.name } } : {}),
+        provider_message_id: m.providerMessageId,
+      });
+      await recordInboundTime(em, c.id, received.result.customer_id, m.sentAt);
+      if (received.duplicate) summary.duplicates++;
+      else summary.messages++;
+    } catch (err) {
+      // Acknowledged all the same: Meta would redeliver the whole body for days otherwise.
+      summary.failed++;
+      log.error({ err, provider_message_id: m.providerMessageId }, 'channel hook message could not be processed');
+    }
+  }
+  for (const s of content.statuses) {
+    try {
+      if (await applyDeliveryStatus(em, c.organizationId, c.id, s)) summary.statuses++;
+      else summary.ignored++;
+    } catch (err) {
+      summary.failed++;
+      log.error({ err, provider_message_id: s.providerMessageId }, 'channel hook status could not be applied');
+    }
+  }
+}
+
+/** The hook in the OpenAPI document: outside /v1, authenticated by Meta's verify token and signature. */
+export function registerChannelHookDocs(registry: OpenAPIRegistry): void {
+  const error = (description: string) => ({ description, headers: responseHeaders([]), content: { 'application/json': { schema: ErrorOut } } });
+  const params = z.object({ channel_id: z.string() });
+  registry.registerPath({
+    method: 'get',
+    path: '/hooks/channels/{channel_id}',
+    operationId: 'verifyChannelHook',
+    summary: "Meta's webhook verification handshake (the connection's `webhook_url` and `verify_token`)",
+    tags: ['Channels'],
+    security: [],
+    request: {
+      params,
+      query: z.object({
+        'hub.mode': z.literal('subscribe'),
+        'hub.verify_token': z.string(),
+        'hub.challenge': z.string().openapi({ example: '1158201444' }),
+      }),
+    },
+    responses: {
+      200: { description: 'The challenge, echoed', headers: responseHeaders([]), content: { 'text/plain': { schema: z.string() } } },
+      400: error('INVALID_REQUEST: NUL characters in the query'),
+      403: error('INVALID_VERIFY_TOKEN'),
+      404: error('CHANNEL_NOT_FOUND: no such WhatsApp or Instagram connection'),
+    },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/hooks/channels/{channel_id}',
+    operationId: 'receiveChannelHook',
+    summary: 'Receive WhatsApp Cloud API or Instagram Messaging webhooks: customer messages and delivery statuses',
+    description:
+      'Signed by Meta: `X-Hub-Signature-256: sha256=<lowercase hex HMAC-SHA256 of the raw body keyed with the app secret>`. ' +
+      'WhatsApp `entry[].changes[].value.messages[]` and Instagram `entry[].messaging[]` are processed as `POST /v1/messages` ' +
+      '(a repeated wamid / mid changes nothing); WhatsApp `value.statuses[]` update the delivery status of our outbound messages. ' +
+      'Always 200 once verified and committed, also when an item could not be processed (logged).',
+    tags: ['Channels'],
+    security: [],
+    request: {
+      params,
+      headers: z.object({ 'X-Hub-Signature-256': z.string().openapi({ example: 'sha256=5f2b…' }) }),
+      body: { content: { 'application/json': { schema: z.object({ object: z.enum(['whatsapp_business_account', 'instagram']), entry: z.array(z.record(z.string(), z.unknown())) }) } } },
+    },
+    responses: {
+      200: {
+        description: 'Acknowledged: what was done with the items',
+        headers: responseHeaders([]),
+        content: {
+          'application/json': {
+            schema: z.object({
+              data: z.object({
+                messages: z.number().int(),
+                duplicates: z.number().int(),
+                statuses: z.number().int(),
+                ignored: z.number().int(),
+                failed: z.number().int(),
+              }),
+            }),
+          },
+        },
+      },
+      400: error('INVALID_REQUEST: not valid JSON (before the signature), NUL characters or too deep (before), or not a Meta webhook object (after)'),
+      401: error('INVALID_SIGNATURE'),
+      404: error('CHANNEL_NOT_FOUND'),
+      413: error('PAYLOAD_TOO_LARGE'),
+      415: error('UNSUPPORTED_MEDIA_TYPE'),
+      503: error('SERVICE_UNAVAILABLE: the database is unavailable'),
+    },
+  });
+}

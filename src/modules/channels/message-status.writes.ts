@@ -1,0 +1,130 @@
+/**
+ * Every write (and the reads that go with them) of what channel connections learn about a
+ * conversation's messages, in one place so that the transcript's owner can take them over:
+ *
+ * - `channel_deliveries`: an outbound message sent through a connection, keyed by the
+ *   provider's message id and joined to the transcript row by its dedupe key; its delivery
+ *   status only moves forward (sent < delivered < read; failed is final), a `read` implies
+ *   delivered, a repeated status changes nothing. Each change writes its
+ *   `message.status_updated` event in the same statement (the outbox).
+ * - `channel_customer_windows`: each customer's last inbound message per connection, where
+ *   Meta's 24-hour customer service window starts.
+ * - which connection an execution's inbound message came through (`messages.metadata`).
+ */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { newId } from '../../ids';
+import type { DeliveryStatus, MetaStatusUpdate } from './meta-hook-payloads';
+
+type Sql = Pick<EntityManager, 'getConnection'>;
+const run = <T>(em: Sql, sql: string, params: unknown[]) => em.getConnection().execute<T[]>(sql, params);
+
+/** Meta's customer service window: 24 hours after the customer's last message. */
+export const CUSTOMER_SERVICE_WINDOW_MS = 24 * 3_600_000;
+
+/** Records an inbound message's time on its connection (kept the latest: redeliveries and reorderings do not move it back). */
+export async function recordInboundTime(em: Sql, connectionId: string, customerId: string, at: Date): Promise<void> {
+  await run(
+    em,
+    `insert into channel_customer_windows (connection_id, customer_id, last_inbound_at) values (?, ?, ?)
+     on conflict (connection_id, customer_id) do update set last_inbound_at = greatest(channel_customer_windows.last_inbound_at, excluded.last_inbound_at)`,
+    [connectionId, customerId, at],
+  );
+}
+
+export async function lastInboundTime(em: Sql, connectionId: string, customerId: string): Promise<Date | undefined> {
+  const [row] = await run<{ last_inbound_at: Date }>(em, 'select last_inbound_at from channel_customer_windows where connection_id = ? and customer_id = ?', [
+    connectionId,
+    customerId,
+  ]);
+  return row ? new Date(row.last_inbound_at) : undefined;
+}
+
+/** The connection the execution's starting message came through (set by the hook receiver in the message's metadata). */
+export async function inboundConnectionOf(em: Sql, executionId: string): Promise<string | undefined> {
+  const [row] = await run<{ connection_id: string | null }>(
+    em,
+    `select m.metadata->>'channel_connection_id' as connection_id from executions e join messages m on m.id = e.message_id where e.id = ?`,
+    [executionId],
+  );
+  return row?.connection_id ?? undefined;
+}
+
+/** Records an outbound message the provider accepted (an activity retry that sent nothing new changes nothing). */
+export async function recordSent(em: Sql, d: { organizationId: string; connectionId: string; dedupeKey: string; providerMessageId: string }): Promise<void> {
+  await run(
+    em,
+    `insert into channel_deliveries (connection_id, provider_message_id, organization_id, dedupe_key) values (?, ?, ?, ?)
+     on conflict do nothing`,
+    [d.connectionId, d.providerMessageId, d.organizationId, d.dedupeKey],
+  );
+}
+
+export interface DeliveryRecord {
+  delivery_status: DeliveryStatus;
+  delivered_at: Date | null;
+  read_at: Date | null;
+  error: { code: number | null; title: string | null; message: string | null } | null;
+}
+
+/**
+ * Applies a provider's status to the message it names, forward only, with its
+ * `message.status_updated` event; returns false when it changed nothing (a duplicate, an
+ * older status, a status after `failed`, or a message we did not send through this connection).
+ */
+export async function applyDeliveryStatus(em: Sql, organizationId: string, connectionId: string, s: MetaStatusUpdate): Promise<boolean> {
+  const rows = await run<{ changed: boolean }>(
+    em,
+    `with upd as (
+       update channel_deliveries d set
+         status = ?::text,
+         delivered_at = case when ?::text in ('delivered', 'read') then coalesce(d.delivered_at, ?::timestamptz) else d.delivered_at end,
+         read_at = case when ?::text = 'read' then coalesce(d.read_at, ?::timestamptz) else d.read_at end,
+         error = case when ?::text = 'failed' then ?::jsonb else d.error end,
+         updated_at = now()
+       where d.connection_id = ? and d.provider_message_id = ? and d.organization_id = ? and d.status <> 'failed'
+         and (?::text = 'failed' or array_position(array['sent', 'delivered', 'read'], ?::text) > array_position(array['sent', 'delivered', 'read'], d.status))
+       returning d.*
+     ),
+     ev as (
+       insert into events (id, organization_id, type, data, created_at)
+       select ?, upd.organization_id, 'message.status_updated',
+              jsonb_build_object(
+                'message_id', m.id, 'customer_id', m.customer_id, 'channel', m.channel, 'execution_id', m.execution_id,
+                'channel_connection_id', upd.connection_id, 'provider_message_id', upd.provider_message_id,
+                'delivery_status', upd.status, 'delivered_at', upd.delivered_at, 'read_at', upd.read_at, 'error', upd.error),
+              now()
+         from upd join messages m on m.dedupe_key = upd.dedupe_key and m.organization_id = upd.organization_id
+     )
+     select exists (select 1 from upd) as changed`,
+    [
+      s.status,
+      s.status,
+      s.at,
+      s.status,
+      s.at,
+      s.status,
+      s.error ? JSON.stringify(s.error) : null,
+      connectionId,
+      s.providerMessageId,
+      organizationId,
+      s.status,
+      s.status,
+      newId('event'),
+    ],
+  );
+  return rows[0]?.changed === true;
+}
+
+/** The delivery records of transcript messages, by dedupe key (outbound messages sent through a connection only). */
+export async function deliveriesOf(em: Sql, organizationId: string, dedupeKeys: string[]): Promise<Map<string, DeliveryRecord>> {
+  const out = new Map<string, DeliveryRecord>();
+  if (dedupeKeys.length === 0) return out;
+  const rows = await run<DeliveryRecord & { dedupe_key: string }>(
+    em,
+    `select dedupe_key, status as delivery_status, delivered_at, read_at, error from channel_deliveries
+      where organization_id = ? and dedupe_key in (${dedupeKeys.map(() => '?').join(', ')})`,
+    [organizationId, ...dedupeKeys],
+  );
+  for (const r of rows) out.set(r.dedupe_key, r);
+  return out;
+}
