@@ -24,10 +24,18 @@ export const DEFAULT_FORM_TIMEOUT_SECONDS = 24 * 3600;
 /** Invalid replies a form field accepts (re-asking each time) before failing with validation_error. */
 export const FORM_MAX_ATTEMPTS = 3;
 
+/** A WhatsApp message template: what a message node sends outside the 24-hour customer service window. */
+export interface MessageTemplateSpec {
+  name: string;
+  language: string;
+  components?: Array<Record<string, unknown>>;
+}
+
 export interface MessageNodeSpec {
   id: string;
   type: 'message';
   content: string;
+  template?: MessageTemplateSpec;
   next?: string;
 }
 export interface AiResponseNodeSpec {
@@ -118,6 +126,20 @@ export interface ExecutionProgress {
   stepsCompleted: number;
 }
 export const executionProgressQuery = defineQuery<ExecutionProgress>('executionProgress');
+
+/**
+ * Channel failures (src/modules/channels): final, recorded as the failed step's error type
+ * (the execution's error_type stays `api_error`, the contract's three types).
+ */
+export const ChannelErrorTypes = {
+  unauthorized: 'channel_unauthorized',
+  windowClosed: 'customer_service_window_closed',
+  undeliverable: 'channel_undeliverable',
+  notConnected: 'channel_not_connected',
+  disabled: 'channel_disabled',
+} as const;
+const CHANNEL_ERROR_TYPES: readonly string[] = Object.values(ChannelErrorTypes);
+export const isChannelErrorType = (type: string | null | undefined): boolean => typeof type === 'string' && CHANNEL_ERROR_TYPES.includes(type);
 
 /** Activity failure types the workflow maps to an execution error_type. */
 export const ExecutionErrorTypes = {

@@ -44,6 +44,7 @@ import {
   type AiResponseNodeSpec,
   type CustomerReply,
   ExecutionErrorTypes,
+  isChannelErrorType,
   type FormNodeSpec,
   formScores,
   formWaitKey,
@@ -60,6 +61,8 @@ export interface FailedStepInput {
   type: string;
   startedAt: number;
   input: Record<string, unknown>;
+  /** The step's own error type when it says more than the execution's (a channel failure). */
+  errorType?: string;
 }
 
 export interface MessageRunInput {
@@ -79,6 +82,8 @@ export interface MessageRunResult {
   stopped?: true;
   /** The provider refused the next node's message for good (its error message). */
   rejected?: string;
+  /** The refusal's step error type, when a channel's (`channel_unauthorized`, ...). */
+  rejectedType?: string;
   /** The execution was completed (`finishOutput`). */
   finished?: true;
 }
@@ -150,7 +155,7 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
     try {
       await sink.deliver(ctx, msg);
     } catch (err) {
-      if (err instanceof ChannelRejectedError) throw ApplicationFailure.nonRetryable(err.message, ExecutionErrorTypes.api);
+      if (err instanceof ChannelRejectedError) throw ApplicationFailure.nonRetryable(err.message, err.errorType ?? ExecutionErrorTypes.api);
       throw new ProviderError('channel', `channel provider: ${(err as Error).message}`, { cause: err });
     }
   };
@@ -164,8 +169,9 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
     step: { nodeId: string; type: string; startedAt: number; input: Record<string, unknown>; output: Record<string, unknown> },
     text: string,
     completion?: RunCompletion,
+    template?: MessageNodeSpec['template'],
   ) => {
-    const msg = { dedupeKey: `${ctx.executionId}:${step.nodeId}`, nodeId: step.nodeId, text };
+    const msg: SinkMessage = { dedupeKey: `${ctx.executionId}:${step.nodeId}`, nodeId: step.nodeId, text, ...(template ? { template } : {}) };
     await deliver(ctx, msg);
     return await sink.recordSentStep(ctx, msg, { ...step, status: 'completed', startedAt: new Date(step.startedAt) }, completion);
   };
@@ -176,6 +182,7 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
       { nodeId: node.id, type: 'message', startedAt, input: { content: node.content }, output: { message_sent: node.content } },
       node.content,
       completion,
+      node.template,
     );
 
   /** Records the failed step (if a node failed) and the final status, once; false when the row was final already. */
@@ -185,7 +192,7 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
       status: 'failed',
       startedAt: new Date(failedStep.startedAt),
       output: {},
-      ...(completion.errorType ? { errorType: completion.errorType } : {}),
+      ...(completion.errorType ? { errorType: failedStep.errorType ?? completion.errorType } : {}),
       ...(completion.errorMessage ? { errorMessage: completion.errorMessage } : {}),
     };
     const finished = await sink.complete(ctx, completion, step);
@@ -251,6 +258,7 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
         return { sent, finished: true };
       } catch (err) {
         if (err instanceof ApplicationFailure && err.type === ExecutionErrorTypes.api) return { sent, rejected: err.message };
+        if (err instanceof ApplicationFailure && isChannelErrorType(err.type)) return { sent, rejected: err.message, rejectedType: err.type as string };
         return { sent };
       }
     },

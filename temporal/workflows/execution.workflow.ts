@@ -48,6 +48,7 @@ import {
   DEFAULT_FORM_TIMEOUT_SECONDS,
   DRY_RUN_ACTIVITY_PREFIX,
   ExecutionErrorTypes,
+  isChannelErrorType,
   type ExecutionNodeSpec,
   executionProgressQuery,
   type ExecutionProgress,
@@ -137,6 +138,8 @@ class NodeFailure extends Error {
     readonly startedAt: number,
     readonly errorType: ErrorType,
     message: string,
+    /** The failed step's own error type (a channel failure: `channel_unauthorized`, ...). */
+    readonly stepErrorType?: string,
   ) {
     super(message);
   }
@@ -166,9 +169,10 @@ const isNotRunning = (err: unknown): boolean => {
   return cause instanceof ApplicationFailure && cause.type === ExecutionErrorTypes.notRunning;
 };
 
-function classify(err: unknown): { errorType: ErrorType; message: string } {
+function classify(err: unknown): { errorType: ErrorType; message: string; stepErrorType?: string } {
   const cause = activityCause(err);
   if (cause instanceof ApplicationFailure) {
+    if (isChannelErrorType(cause.type)) return { errorType: 'api_error', message: cause.message, stepErrorType: cause.type as string };
     if (cause.type === ExecutionErrorTypes.validation) return { errorType: 'validation_error', message: cause.message };
     // Our own infrastructure stayed away longer than the configured hours: we gave up waiting.
     if (cause.type === FailureTypes.dependencyUnavailable) return { errorType: 'timeout', message: cause.message };
@@ -289,7 +293,7 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
     formData[node.id] = answers;
   };
 
-  const finish = (result: ExecutionWorkflowResult, failedStep?: { node: ExecutionNodeSpec; startedAt: number }) =>
+  const finish = (result: ExecutionWorkflowResult, failedStep?: { node: ExecutionNodeSpec; startedAt: number; errorType?: string | undefined }) =>
     CancellationScope.nonCancellable(() =>
       withSummary(finishActs.completeExecution, `complete · ${result.status}`, {
         ctx,
@@ -306,6 +310,7 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
                 type: failedStep.node.type,
                 startedAt: failedStep.startedAt,
                 input: nodeInput(failedStep.node, lastCustomerText),
+                ...(failedStep.errorType ? { errorType: failedStep.errorType } : {}),
               },
             }
           : {}),
@@ -349,7 +354,7 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
     if (result.finished) return { finished: true };
     const stoppedAt = run[result.sent.length];
     if (stoppedAt === undefined) return { next: nextNode(last, byId), alone: false };
-    if (result.rejected !== undefined) throw new NodeFailure(stoppedAt, startedAt, 'api_error', result.rejected);
+    if (result.rejected !== undefined) throw new NodeFailure(stoppedAt, startedAt, 'api_error', result.rejected, result.rejectedType);
     return { next: stoppedAt, alone: true };
   };
 
@@ -386,8 +391,8 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
       } catch (err) {
         if (isCancellation(err) || err instanceof NodeFailure || err instanceof RepliesExhausted || err instanceof ExecutionStopped) throw err;
         if (isNotRunning(err)) throw new ExecutionStopped();
-        const { errorType, message } = classify(err);
-        throw new NodeFailure(current, startedAt, errorType, message);
+        const { errorType, message, stepErrorType } = classify(err);
+        throw new NodeFailure(current, startedAt, errorType, message, stepErrorType);
       }
       progress.stepsCompleted++;
       alone = false;
@@ -421,7 +426,7 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
         errorMessage: err.message,
       };
       enter({ phase: 'failed', node_id: err.node.id, node_type: err.node.type, error_type: err.errorType });
-      await finish(result, { node: err.node, startedAt: err.startedAt });
+      await finish(result, { node: err.node, startedAt: err.startedAt, errorType: err.stepErrorType });
       // Fail the Temporal run too, so the Temporal UI shows what the API shows.
       throw ApplicationFailure.nonRetryable(`node ${err.node.id} failed: ${err.message}`, err.errorType, result);
     }

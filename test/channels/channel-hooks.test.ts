@@ -77,7 +77,7 @@ describe('channel hooks', () => {
     );
     expect(message).toMatchObject({ provider_message_id: wamid, text: 'hello', metadata: { type: 'text', channel_connection_id: wa.id } });
     expect(await t.query('select id from executions where customer_id = ?', [customer!.id])).toHaveLength(1);
-    const [window] = await t.query('select last_inbound_at from channel_customer_windows where connection_id = ? and customer_id = ?', [wa.id, customer!.id]);
+    const [window] = await t.query('select last_inbound_at from channel_customer_windows where connection_id = ? and external_id = ?', [wa.id, '15550002222']);
     expect(window).toBeDefined();
 
     const before = await counts();

@@ -32,11 +32,12 @@ export const graphError = (status: number, code: number, message = 'Graph error'
 export async function startFakeMeta() {
   const sends: GraphSend[] = [];
   const reads: RecordedRequest[] = [];
-  const pending = new Map<RecordedRequest, string>();
+  // The id answered to each body (a retry of the same body gets a new one, kept last).
+  const pending = new Map<string, string>();
   const server = await startFakeHttpServer({
     onAnswer(r) {
       const m = sendPath.exec(r.path);
-      if (r.method === 'POST' && m) sends.push({ node: m[1]!, authorization: r.headers.authorization, body: r.json, id: r.status === 200 ? (pending.get(r) ?? '') : '', status: r.status });
+      if (r.method === 'POST' && m) sends.push({ node: m[1]!, authorization: r.headers.authorization, body: r.json, id: r.status === 200 ? (pending.get(r.raw) ?? '') : '', status: r.status });
       else reads.push(r);
     },
   });
@@ -45,11 +46,11 @@ export async function startFakeMeta() {
     if (r.method === 'POST' && m) {
       if (r.json?.messaging_product === 'whatsapp') {
         const id = `wamid.${randomBytes(12).toString('base64url')}`;
-        pending.set(r, id);
+        pending.set(r.raw, id);
         return { status: 200, body: { messaging_product: 'whatsapp', contacts: [{ input: r.json.to, wa_id: r.json.to }], messages: [{ id }] } };
       }
       const id = `aWdfZAG1${randomBytes(12).toString('base64url')}`;
-      pending.set(r, id);
+      pending.set(r.raw, id);
       return { status: 200, body: { recipient_id: r.json?.recipient?.id, message_id: id } };
     }
     const node = r.path.replace(/^\/v\d+\.\d+\//, '').split('?')[0];

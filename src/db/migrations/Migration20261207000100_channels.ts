@@ -9,8 +9,9 @@ import { Migration } from '@mikro-orm/migrations';
  * connection (its message id, the delivery status moving forward only). Kept beside
  * `messages`, joined on the message's dedupe key, so the transcript's writers stay its own.
  *
- * `channel_customer_windows`: each customer's last inbound message per connection, the start
- * of Meta's 24-hour customer service window.
+ * `channel_customer_windows`: each customer's (wa_id's, IGSID's) last inbound message per
+ * connection, the start of Meta's 24-hour customer service window; written before the
+ * message is processed, so a reply's answer already sees the window it opened.
  */
 export class Migration20261207000100_channels extends Migration {
   override async up(): Promise<void> {
@@ -48,9 +49,9 @@ export class Migration20261207000100_channels extends Migration {
 
       create table channel_customer_windows (
         connection_id text not null references channel_connections (id),
-        customer_id text not null,
+        external_id text not null,
         last_inbound_at timestamptz not null,
-        primary key (connection_id, customer_id)
+        primary key (connection_id, external_id)
       );
 
       alter table workflows add column channel_connection_id text null;

@@ -92,6 +92,8 @@ async function processContent(services: Services, c: ChannelConnection, content:
   const em = services.orm.em.fork();
   for (const m of content.messages) {
     try {
+      // Before the message: an execution it resumes may answer at once, inside the window it opens.
+      await recordInboundTime(em, c.id, m.externalId, m.sentAt);
       const received = await receiveMessage(services, c.organizationId, {
         channel: c.channel,
         customer_id: m.externalId,
@@ -100,7 +102,6 @@ async function processContent(services: Services, c: ChannelConnection, content:
         ...(m.name ? { customer: { name: m.name } } : {}),
         provider_message_id: m.providerMessageId,
       });
-      await recordInboundTime(em, c.id, received.result.customer_id, m.sentAt);
       if (received.duplicate) summary.duplicates++;
       else summary.messages++;
     } catch (err) {

@@ -22,19 +22,19 @@ const run = <T>(em: Sql, sql: string, params: unknown[]) => em.getConnection().e
 export const CUSTOMER_SERVICE_WINDOW_MS = 24 * 3_600_000;
 
 /** Records an inbound message's time on its connection (kept the latest: redeliveries and reorderings do not move it back). */
-export async function recordInboundTime(em: Sql, connectionId: string, customerId: string, at: Date): Promise<void> {
+export async function recordInboundTime(em: Sql, connectionId: string, externalId: string, at: Date): Promise<void> {
   await run(
     em,
-    `insert into channel_customer_windows (connection_id, customer_id, last_inbound_at) values (?, ?, ?)
-     on conflict (connection_id, customer_id) do update set last_inbound_at = greatest(channel_customer_windows.last_inbound_at, excluded.last_inbound_at)`,
-    [connectionId, customerId, at],
+    `insert into channel_customer_windows (connection_id, external_id, last_inbound_at) values (?, ?, ?)
+     on conflict (connection_id, external_id) do update set last_inbound_at = greatest(channel_customer_windows.last_inbound_at, excluded.last_inbound_at)`,
+    [connectionId, externalId, at],
   );
 }
 
-export async function lastInboundTime(em: Sql, connectionId: string, customerId: string): Promise<Date | undefined> {
-  const [row] = await run<{ last_inbound_at: Date }>(em, 'select last_inbound_at from channel_customer_windows where connection_id = ? and customer_id = ?', [
+export async function lastInboundTime(em: Sql, connectionId: string, externalId: string): Promise<Date | undefined> {
+  const [row] = await run<{ last_inbound_at: Date }>(em, 'select last_inbound_at from channel_customer_windows where connection_id = ? and external_id = ?', [
     connectionId,
-    customerId,
+    externalId,
   ]);
   return row ? new Date(row.last_inbound_at) : undefined;
 }

@@ -21,7 +21,12 @@ export interface OutboundMessage {
 }
 
 export class ChannelRejectedError extends Error {
-  constructor(readonly status: number, message: string) {
+  constructor(
+    readonly status: number,
+    message: string,
+    /** The failed step's error type (temporal ChannelErrorTypes); unset: api_error. */
+    readonly errorType?: string,
+  ) {
     super(message);
     this.name = 'ChannelRejectedError';
   }

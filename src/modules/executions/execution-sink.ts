@@ -12,7 +12,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { hotExecutor, type SqlRunner } from '../../db/hot-query';
 import type { Services } from '../../services';
-import { channelAdapterFor } from './channel-adapter';
+import { ChannelErrorTypes, type MessageTemplateSpec } from '../../../temporal/executions.shared';
+import { ChannelDelivery } from '../channels/channel-delivery';
+import { ChannelRejectedError, channelAdapterFor } from './channel-adapter';
 import {
   clearWaiting,
   closeWait,
@@ -36,6 +38,8 @@ export interface SinkMessage {
   dedupeKey: string;
   nodeId: string;
   text: string;
+  /** A message node's WhatsApp template, for outside the 24-hour window. */
+  template?: MessageTemplateSpec;
 }
 
 /** How a run ends. `waiting_for_input` only in a dry run: its recorded replies ran out. */
@@ -87,6 +91,7 @@ export function liveExecutionSink(services: Services): ExecutionSink {
   // A run's single statements (not its transactions) go through the hot pool: db/hot-query.ts.
   const hot = hotExecutor(services.hotPool);
   const adapter = channelAdapterFor(services.config);
+  const channels = new ChannelDelivery(services);
 
   const externalIdOf = async (ctx: ExecutionContext): Promise<string | null> => {
     if (!ctx.customerId) return null;
@@ -103,6 +108,12 @@ export function liveExecutionSink(services: Services): ExecutionSink {
     },
 
     async deliver(ctx, msg) {
+      // An organization's own connection first (src/modules/channels); the adapter is the development default.
+      const connection = await channels.connectionFor(ctx);
+      if (connection) return await channels.send(connection, ctx, msg);
+      if (adapter.name === 'transcript' && services.config.NODE_ENV === 'production') {
+        throw new ChannelRejectedError(0, `no ${ctx.channel} connection in this organization (POST /v1/channels)`, ChannelErrorTypes.notConnected);
+      }
       await adapter.deliver({
         dedupeKey: msg.dedupeKey,
         organizationId: ctx.organizationId,

@@ -9,6 +9,7 @@ import { paginate, PaginationOut } from '../../http/pagination';
 import { type AnyRoute, defineRoute } from '../../http/route';
 import { z } from '../../http/zod';
 import type { Services } from '../../services';
+import { resolveCustomerRef } from '../customers/customer-ref';
 import { fireTrigger } from './trigger-firing';
 import {
   type ApiTriggerConfig,
@@ -40,6 +41,11 @@ const CONFIG_ERRORS: Array<[number, string]> = [
 ];
 
 export function triggerRoutes(services: Services): AnyRoute[] {
+  /** The input's `customer_id` (ours or the channel's own id), when it names a customer of the organization. */
+  const customerOf = async (organizationId: string, channel: string, input: Record<string, unknown>) => {
+    const customerId = await resolveCustomerRef(services.orm.em.fork(), organizationId, channel, input.customer_id);
+    return customerId ? { customerId } : {};
+  };
   const svc = () => new TriggerService(services.orm.em.fork(), services);
   const tag = 'Triggers';
 
@@ -247,6 +253,7 @@ export function triggerRoutes(services: Services): AnyRoute[] {
           workflowId: trigger.workflowId,
           channel: trigger.channel,
           input: body,
+          ...await customerOf(credential.organizationId, trigger.channel, body),
           metadata: { source: 'api', user_agent: ctx.get('user-agent') || null, credential_id: credential.id },
         });
         return { data: toTriggerExecutionOut(await service.getExecution(credential.organizationId, trigger.id, fired.triggerExecutionId)) };

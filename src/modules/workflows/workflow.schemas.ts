@@ -25,8 +25,18 @@ export const MAX_NODES = 100;
 const nodeId = z.string().min(1).max(64).regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, "_", "-" and "." only');
 const nodeBase = { id: nodeId, next: nodeId.optional() };
 
+export const MessageTemplate = z
+  .strictObject({
+    name: z.string().min(1).max(512),
+    language: z.string().min(2).max(15).openapi({ example: 'en_US' }),
+    components: z.array(z.record(z.string(), z.unknown())).max(20).optional().openapi({ description: "WhatsApp's template components (header, body and button parameters), passed as given" }),
+  })
+  .openapi('MessageTemplate', {
+    description: 'A WhatsApp template approved in Meta’s console: sent instead of `content` outside the 24-hour customer service window',
+  });
+
 export const MessageNode = z
-  .strictObject({ ...nodeBase, type: z.literal('message'), content: z.string().min(1).max(4096) })
+  .strictObject({ ...nodeBase, type: z.literal('message'), content: z.string().min(1).max(4096), template: MessageTemplate.optional() })
   .openapi('MessageNode');
 
 export const AiResponseNode = z
