@@ -6,6 +6,7 @@ import type { Services } from '../../services';
 import type { ConversationMessage, Customer } from './customer.entity';
 import { CustomerListQuery, CustomerOut, CustomerParams, CustomerUpdateIn, TranscriptMessageOut, TranscriptQuery } from './customer.schemas';
 import { CustomerService } from './customer.service';
+import { type DeliveryRecord, deliveriesOf } from '../channels/message-status.writes';
 
 const CUSTOMER_NOT_FOUND: [number, string] = [404, 'CUSTOMER_NOT_FOUND'];
 
@@ -24,7 +25,7 @@ export function toCustomerOut(c: Customer): z.output<typeof CustomerOut> {
   };
 }
 
-function toMessageOut(m: ConversationMessage): z.output<typeof TranscriptMessageOut> {
+function toMessageOut(m: ConversationMessage, delivery: DeliveryRecord | undefined): z.output<typeof TranscriptMessageOut> {
   return {
     id: m.id,
     customer_id: m.customerId,
@@ -34,6 +35,10 @@ function toMessageOut(m: ConversationMessage): z.output<typeof TranscriptMessage
     metadata: m.metadata,
     execution_id: m.executionId,
     node_id: m.nodeId,
+    delivery_status: delivery?.delivery_status ?? null,
+    delivered_at: delivery?.delivered_at ? new Date(delivery.delivered_at).toISOString() : null,
+    read_at: delivery?.read_at ? new Date(delivery.read_at).toISOString() : null,
+    error: delivery?.error ?? null,
     created_at: m.createdAt.toISOString(),
   };
 }
@@ -103,7 +108,9 @@ export function customerRoutes(services: Services): AnyRoute[] {
       errors: [CUSTOMER_NOT_FOUND],
       async handler({ params, query, credential }) {
         const { items, total } = await svc().transcript(credential.organizationId, params.customer_id, query);
-        return paginate(items.map(toMessageOut), query, total);
+        const keys = items.flatMap((m) => (m.direction === 'outbound' && m.dedupeKey ? [m.dedupeKey] : []));
+        const deliveries = await deliveriesOf(services.orm.em.fork(), credential.organizationId, keys);
+        return paginate(items.map((m) => toMessageOut(m, m.dedupeKey ? deliveries.get(m.dedupeKey) : undefined)), query, total);
       },
     }),
   ];

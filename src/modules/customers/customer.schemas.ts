@@ -29,6 +29,16 @@ export const TranscriptMessageOut = z
     metadata: z.record(z.string(), z.unknown()),
     execution_id: z.string().nullable(),
     node_id: z.string().nullable(),
+    delivery_status: z
+      .enum(['sent', 'delivered', 'read', 'failed'])
+      .nullable()
+      .openapi({ description: 'Outbound messages sent through a WhatsApp or Instagram connection: what the provider last reported (only forward)' }),
+    delivered_at: Timestamp.nullable(),
+    read_at: Timestamp.nullable(),
+    error: z
+      .object({ code: z.number().nullable(), title: z.string().nullable(), message: z.string().nullable() })
+      .nullable()
+      .openapi({ description: "The provider's error of a failed delivery" }),
     created_at: Timestamp,
   })
   .openapi('TranscriptMessage');

@@ -21,6 +21,7 @@ export const EVENT_TYPES = [
   'report.failed',
   'replay.completed',
   'webhook.disabled',
+  'message.status_updated',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

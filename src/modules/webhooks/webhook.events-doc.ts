@@ -54,6 +54,24 @@ const MessageSentEventData = z
   })
   .openapi('MessageSentEventData');
 
+const MessageStatusUpdatedEventData = z
+  .object({
+    message_id: z.string(),
+    customer_id: z.string(),
+    channel: Channel,
+    execution_id: z.string().nullable(),
+    channel_connection_id: z.string(),
+    provider_message_id: z.string().openapi({ description: 'The wamid Meta gave the message' }),
+    delivery_status: z.enum(['sent', 'delivered', 'read', 'failed']),
+    delivered_at: z.string().nullable(),
+    read_at: z.string().nullable(),
+    error: z
+      .object({ code: z.number().nullable(), title: z.string().nullable(), message: z.string().nullable() })
+      .nullable()
+      .openapi({ description: "Meta's error, when failed" }),
+  })
+  .openapi('MessageStatusUpdatedEventData');
+
 const TriggerActivatedEventData = z
   .object({
     trigger_id: z.string(),
@@ -140,6 +158,7 @@ export const EVENT_DATA_SCHEMAS: Record<EventType, z.ZodType> = {
   'report.failed': ReportEventData,
   'replay.completed': ReplayCompletedEventData,
   'webhook.disabled': WebhookDisabledEventData,
+  'message.status_updated': MessageStatusUpdatedEventData,
 };
 
 /** What each event type means: the catalog's and the OpenAPI `webhooks` entries' descriptions. */
@@ -159,6 +178,8 @@ export const EVENT_DESCRIPTIONS: Record<EventType, string> = {
   'replay.completed': 'A replay of executions finished or was cancelled.',
   'webhook.disabled':
     "Delivery switched off another webhook of the organization (410, or every attempt failed for too long); re-activate it with PUT {active: true} (what it missed is not replayed).",
+  'message.status_updated':
+    'WhatsApp reported a new delivery status of an outbound message (sent, delivered, read or failed); statuses only move forward, each change once.',
 };
 
 export interface EventCatalogEntry {
