@@ -3,6 +3,8 @@
  * carry Meta's documented payloads in, a real worker runs the executions, and the real
  * adapters send through a fake Graph API (a real HTTP server at META_GRAPH_API_URL).
  */
+import { Writable } from 'node:stream';
+import { createLogger } from '../../src/logger';
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { type FakeMeta, graphError, hubSignature, instagramMessage, startFakeMeta, whatsAppMessage, whatsAppText } from '../helpers/fake-meta';
@@ -23,6 +25,7 @@ describe('Meta conversations', () => {
   let admin: string;
   let wa: string;
   let ig: string;
+  const lines: string[] = [];
 
   const hook = (id: string, body: unknown, secret: string) => {
     const raw = JSON.stringify(body);
@@ -40,7 +43,14 @@ describe('Meta conversations', () => {
 
   beforeAll(async () => {
     meta = await startFakeMeta();
-    t = await createTestApp({ META_GRAPH_API_URL: meta.url, CHANNEL_PROVIDER_TIMEOUT_MS: '1000' });
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    // Debug level: every line the hooks, the sends and their failures may write is kept and searched for secrets.
+    t = await createTestApp({ META_GRAPH_API_URL: meta.url, CHANNEL_PROVIDER_TIMEOUT_MS: '1000' }, { logger: createLogger('debug', sink) });
     worker = await startTestWorker({ taskQueue: t.config.TEMPORAL_TASK_QUEUE, activities: createActivities({ services: t.services }) });
     admin = (await t.createKey('admin')).key;
     wa = (await t.request.post('/v1/channels').set(bearer(admin)).send({ type: 'whatsapp_cloud', name: 'WA', config: { phone_number_id: PHONE_ID, access_token: WA_TOKEN, app_secret: WA_SECRET } })).body.data.id;
@@ -152,5 +162,14 @@ describe('Meta conversations', () => {
     const step = await failedStep(execution.id);
     expect(step).toMatchObject({ error_type: 'channel_undeliverable' });
     expect(step!.error_message).toContain('Message undeliverable');
+  });
+
+  it('never writes a token or an app secret to the logs, and keeps them sealed in the rows', async () => {
+    expect(lines.length).toBeGreaterThan(0);
+    const logged = lines.join('');
+    for (const secret of [WA_TOKEN, WA_SECRET, IG_SECRET, 'IG-token', 'Bearer ']) expect(logged).not.toContain(secret);
+    const rows = await t.query<{ secrets: Record<string, string> }>('select secrets from channel_connections');
+    for (const row of rows) for (const sealed of Object.values(row.secrets)) expect(sealed).toMatch(/^v1:/);
+    expect(JSON.stringify(rows)).not.toContain(WA_TOKEN);
   });
 });
