@@ -143,4 +143,37 @@ describe('delivery statuses and the customer service window', () => {
     const messages = (await kit.t.request.get(`/v1/customers/${await customerOf('15550200001')}/messages`).set(bearer(auth.Authorization!.replace('Bearer ', '')))).body.data;
     expect(messages[0]).toMatchObject({ direction: 'inbound', delivery_status: null, delivered_at: null, read_at: null, error: null });
   });
+
+  it("routes by the workflow's channel_connection_id when the organization has two active connections, and never through another organization's", async () => {
+    const key = auth.Authorization!.replace('Bearer ', '');
+    const second = (await kit.t.request.post('/v1/channels').set(auth).send({ type: 'whatsapp_cloud', name: 'WA 2', config: { phone_number_id: '2000000002', access_token: 'tok2', app_secret: 's2' } })).body.data.id;
+    const waId = '15550200004';
+    await hook(whatsAppText(PHONE_ID, waId, 'hi').body).expect(200);
+    await waitFor(async () => (await kit.t.query('select 1 from customers where external_id = ?', [waId])).length === 1 || undefined, 'the customer');
+    await kit.t.query("insert into channel_customer_windows (connection_id, external_id, last_inbound_at) values (?, ?, now())", [second, waId]);
+
+    const ambiguous = await createActiveWorkflow(kit.t, key, { name: 'Ambiguous', channel: 'whatsapp', configuration: { nodes: [{ id: 'm', type: 'message', content: 'Which number?' }] } });
+    const failed = await fire(ambiguous, waId);
+    expect((await finished(failed)).status).toBe('failed');
+    expect(await stepError(failed)).toMatchObject({ error_type: 'channel_not_connected', error_message: expect.stringContaining('channel_connection_id') });
+
+    const refused = await kit.t.request.post('/v1/workflows').set(auth).send({ name: 'Wrong channel', channel: 'instagram', channel_connection_id: second });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.field).toBe('channel_connection_id');
+    const chosen = await createActiveWorkflow(kit.t, key, { name: 'Chosen', channel: 'whatsapp', channel_connection_id: second, configuration: { nodes: [{ id: 'm', type: 'message', content: 'From the second number' }] } });
+    expect((await kit.t.request.get(`/v1/workflows/${chosen}`).set(auth)).body.data.channel_connection_id).toBe(second);
+    expect((await finished(await fire(chosen, waId))).status).toBe('success');
+    expect(meta.sends.filter((s) => s.body?.text?.body === 'From the second number').map((s) => [s.node, s.authorization])).toEqual([['2000000002', 'Bearer tok2']]);
+
+    // Another organization, without connections of its own, never sends through these.
+    const other = await kit.tenant();
+    const otherKey = other.auth.Authorization!.replace('Bearer ', '');
+    const foreign = await kit.t.request.post('/v1/workflows').set(other.auth).send({ name: 'Foreign', channel: 'whatsapp', channel_connection_id: second });
+    expect(foreign.status).toBe(400);
+    await createActiveWorkflow(kit.t, otherKey, { name: 'Theirs', channel: 'whatsapp', configuration: { trigger: { type: 'keyword', keywords: ['status'] }, nodes: [{ id: 'm', type: 'message', content: 'Not through your number' }] } });
+    const msg = await kit.t.request.post('/v1/messages').set(other.auth).send({ channel: 'whatsapp', customer_id: waId, message: 'status' });
+    const executionId = msg.body.data.executions[0].id as string;
+    expect((await finished(executionId)).status).toBe('success');
+    expect(meta.sends.filter((s) => s.body?.text?.body === 'Not through your number')).toEqual([]);
+  });
 });

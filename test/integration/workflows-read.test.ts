@@ -42,6 +42,7 @@ test('the answer is the row as the list gives it, plus configuration and revisio
       description: '',
       status: 'draft',
       channel: 'voice',
+      channel_connection_id: null,
       created_at: '2026-01-02T03:04:05.678Z',
       updated_at: '2026-03-04T05:06:07.000Z',
       execution_count: 4,

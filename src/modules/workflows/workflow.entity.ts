@@ -7,13 +7,15 @@ import { EntitySchema, OptionalProps } from '@mikro-orm/core';
 import type { WorkflowConfiguration, WorkflowStatus } from './workflow.schemas';
 
 export class Workflow {
-  [OptionalProps]?: 'description' | 'status' | 'configuration' | 'revision' | 'executionCount' | 'successCount' | 'failureCount' | 'createdAt' | 'updatedAt' | 'activatedAt' | 'deactivatedAt' | 'deletedAt';
+  [OptionalProps]?: 'description' | 'status' | 'configuration' | 'revision' | 'executionCount' | 'successCount' | 'failureCount' | 'createdAt' | 'updatedAt' | 'activatedAt' | 'deactivatedAt' | 'deletedAt' | 'channelConnectionId';
   id!: string;
   organizationId!: string;
   name!: string;
   description = '';
   status: WorkflowStatus = 'draft';
   channel!: string;
+  /** The channel connection its executions send through when no inbound message chose one (src/modules/channels). */
+  channelConnectionId: string | null = null;
   /** Null until the first configuration is given; activation requires one. */
   configuration: WorkflowConfiguration | null = null;
   revision = 0;
@@ -39,6 +41,7 @@ export const WorkflowSchema = new EntitySchema<Workflow>({
     description: { type: 'text' },
     status: { type: 'string' },
     channel: { type: 'string' },
+    channelConnectionId: { type: 'string', fieldName: 'channel_connection_id', nullable: true },
     configuration: { type: 'json', nullable: true },
     revision: { type: 'integer' },
     executionCount: { type: 'integer', fieldName: 'execution_count' },

@@ -20,7 +20,7 @@ import { readWorkflowAnswer, WorkflowService } from './workflow.service';
 
 /** A workflow as the list and the writes answer; `GET /v1/workflows/{id}` gets the same fields from SQL (`readWorkflowAnswer`). */
 function toWorkflowOut(
-  wf: Pick<Workflow, 'id' | 'name' | 'description' | 'status' | 'channel' | 'executionCount' | 'successCount' | 'failureCount' | 'createdAt' | 'updatedAt'>,
+  wf: Pick<Workflow, 'id' | 'name' | 'description' | 'status' | 'channel' | 'channelConnectionId' | 'executionCount' | 'successCount' | 'failureCount' | 'createdAt' | 'updatedAt'>,
 ): z.output<typeof WorkflowOut> {
   return {
     id: wf.id,
@@ -28,6 +28,7 @@ function toWorkflowOut(
     description: wf.description,
     status: wf.status,
     channel: wf.channel as z.output<typeof WorkflowOut>['channel'],
+    channel_connection_id: wf.channelConnectionId,
     created_at: wf.createdAt.toISOString(),
     updated_at: wf.updatedAt.toISOString(),
     execution_count: wf.executionCount,

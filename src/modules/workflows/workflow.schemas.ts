@@ -130,11 +130,18 @@ export const classifyWorkflowIssue: IssueClassifier = ({ path, missing, issue })
 const name = z.string().trim().min(1, 'name must not be empty').max(NAME_MAX);
 const description = z.string().max(DESCRIPTION_MAX);
 
+const ChannelConnectionRef = z
+  .string()
+  .max(100)
+  .nullable()
+  .openapi({ description: "The channel connection (`chn_…`, same channel) executions send through when they were not started by a message of one; null: the organization's only active connection of the channel" });
+
 export const WorkflowIn = z
   .strictObject({
     name,
     description: description.optional(),
     channel: Channel,
+    channel_connection_id: ChannelConnectionRef.optional(),
     configuration: WorkflowConfiguration.optional(),
   })
   .openapi('WorkflowCreate');
@@ -143,6 +150,7 @@ export const WorkflowUpdate = z
   .strictObject({
     name: name.optional(),
     description: description.optional(),
+    channel_connection_id: ChannelConnectionRef.optional(),
     configuration: WorkflowConfiguration.optional(),
   })
   .openapi('WorkflowUpdate');
@@ -154,6 +162,7 @@ export const WorkflowOut = z
     description: z.string(),
     status: z.enum(WORKFLOW_STATUSES),
     channel: Channel,
+    channel_connection_id: z.string().nullable(),
     created_at: Timestamp,
     updated_at: Timestamp,
     execution_count: z.number().int(),

@@ -40,13 +40,22 @@ export interface WorkflowListFilter {
 const READ_WORKFLOW_JSON = {
   name: 'workflows.read-json',
   text: `select '{"data":' || json_build_object(
-      'id', id, 'name', name, 'description', description, 'status', status, 'channel', channel,
+      'id', id, 'name', name, 'description', description, 'status', status, 'channel', channel, 'channel_connection_id', channel_connection_id,
       'created_at', ${isoMillisSql('created_at')}, 'updated_at', ${isoMillisSql('updated_at')},
       'execution_count', execution_count,
       'success_rate', ${successRateSql('success_count', 'failure_count')},
       'configuration', configuration, 'revision', revision)::text || '}' as json
       from workflows where id = $1 and organization_id = $2 and deleted_at is null`,
 };
+
+/** A workflow's channel connection must be a live connection of the organization on the workflow's channel. */
+async function checkChannelConnection(em: EntityManager, organizationId: string, channel: string, id: string): Promise<void> {
+  const [row] = await em
+    .getConnection()
+    .execute<Array<{ channel: string }>>('select channel from channel_connections where id = ? and organization_id = ? and deleted_at is null', [id, organizationId]);
+  if (!row) throw invalid(`channel connection ${id} not found`, 'channel_connection_id');
+  if (row.channel !== channel) throw invalid(`channel connection ${id} serves ${row.channel}, not ${channel}`, 'channel_connection_id');
+}
 
 const workflowNotFound = () => notFound('WORKFLOW_NOT_FOUND', 'Workflow');
 const nameTaken = (name: string) => conflict('WORKFLOW_ALREADY_EXISTS', `A workflow named "${name}" already exists`, 'name');
@@ -91,14 +100,16 @@ export class WorkflowService {
 
   async create(
     organizationId: string,
-    input: { name: string; description?: string; channel: Channel; configuration?: WorkflowConfiguration },
+    input: { name: string; description?: string; channel: Channel; channel_connection_id?: string | null; configuration?: WorkflowConfiguration },
   ): Promise<Workflow> {
+    if (input.channel_connection_id) await checkChannelConnection(this.em, organizationId, input.channel, input.channel_connection_id);
     const wf = this.em.create(Workflow, {
       id: newId('workflow'),
       organizationId,
       name: input.name,
       description: input.description ?? '',
       channel: input.channel,
+      channelConnectionId: input.channel_connection_id ?? null,
       status: 'draft',
       configuration: input.configuration ?? null,
       revision: input.configuration ? 1 : 0,
@@ -111,11 +122,15 @@ export class WorkflowService {
   async update(
     organizationId: string,
     id: string,
-    input: { name?: string; description?: string; configuration?: WorkflowConfiguration },
+    input: { name?: string; description?: string; channel_connection_id?: string | null; configuration?: WorkflowConfiguration },
   ): Promise<Workflow> {
     return this.em.transactional(async (em) => {
       const wf = await em.findOne(Workflow, { id, organizationId, deletedAt: null }, { lockMode: LockMode.PESSIMISTIC_WRITE });
       if (!wf) throw workflowNotFound();
+      if (input.channel_connection_id !== undefined) {
+        if (input.channel_connection_id !== null) await checkChannelConnection(em as EntityManager, organizationId, wf.channel, input.channel_connection_id);
+        wf.channelConnectionId = input.channel_connection_id;
+      }
       if (input.name !== undefined) wf.name = input.name;
       if (input.description !== undefined) wf.description = input.description;
       if (input.configuration !== undefined && JSON.stringify(input.configuration) !== JSON.stringify(wf.configuration)) {
