@@ -46,7 +46,7 @@ import { workflowRoutes } from './modules/workflows/workflow.routes';
 import { webhookRoutes } from './modules/webhooks/webhook.routes';
 import { analyticsRoutes } from './modules/analytics/analytics.routes';
 import { channelRoutes } from './modules/channels/channel.routes';
-import { channelHooksRouter, registerChannelHookDocs } from './modules/channels/channel-hooks';
+import { channelHooksRouter, registerChannelHookDocs } from './modules/channels/channel-hooks.routes';
 import { registerWebhookEventDocs } from './modules/webhooks/webhook.events-doc';
 import type { Services } from './services';
 import { readinessChecks } from './readiness';

@@ -20,6 +20,7 @@ import { ErrorOut, type OpenAPIRegistry, responseHeaders } from '../../http/open
 import { constantTimeEqual, signBody } from '../../http/signature';
 import { z } from '../../http/zod';
 import type { Services } from '../../services';
+import type { InboundServices } from '../inbound/inbound-state';
 import { receiveMessage } from '../inbound/message.service';
 import type { ChannelConnection } from './channel.entity';
 import { ChannelService, channelNotFound, isMetaConnection } from './channel.service';
@@ -29,7 +30,7 @@ import { applyDeliveryStatus, recordInboundTime } from './message-status.writes'
 export const HUB_SIGNATURE_HEADER = 'x-hub-signature-256';
 const ID_PATTERN = /^chn_[A-Za-z0-9]{1,60}$/;
 
-export function channelHooksRouter(services: Services): Router {
+export function channelHooksRouter(services: InboundServices): Router {
   const router = new Router();
   router.get('/hooks/channels/:channel_id', (ctx) => handshake(ctx, services));
   router.post('/hooks/channels/:channel_id', (ctx) => receive(ctx, services));
@@ -58,7 +59,7 @@ async function handshake(ctx: Context, services: Services): Promise<void> {
   ctx.body = challenge.slice(0, 1000);
 }
 
-async function receive(ctx: Context, services: Services): Promise<void> {
+async function receive(ctx: Context, services: InboundServices): Promise<void> {
   const { svc, connection } = await metaConnection(services, String(ctx.params.channel_id ?? ''));
   // koa-body 8 with includeUnparsed keeps the exact text received at `ctx.request.rawBody`.
   const rawBody = (ctx.request as { rawBody?: unknown }).rawBody;
@@ -87,7 +88,7 @@ async function receive(ctx: Context, services: Services): Promise<void> {
 
 type Summary = { messages: number; duplicates: number; statuses: number; ignored: number; failed: number };
 
-async function processContent(services: Services, c: ChannelConnection, content: MetaHookContent, summary: Summary, log: Services['logger']) {
+async function processContent(services: InboundServices, c: ChannelConnection, content: MetaHookContent, summary: Summary, log: Services['logger']) {
   summary.ignored += content.ignored;
   const em = services.orm.em.fork();
   for (const m of content.messages) {
