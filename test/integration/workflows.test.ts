@@ -34,6 +34,7 @@ describe('workflows API', () => {
       description: 'Front desk',
       status: 'draft',
       channel: 'whatsapp',
+      channel_connection_id: null,
       created_at: expect.any(String),
       updated_at: expect.any(String),
       execution_count: 0,
