@@ -170,7 +170,7 @@ export async function run(args: string[]): Promise<void> {
   }
   const perHookMs = (performance.now() - t0) / bodies.length;
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  log(`signature + parsing: ${(perHookMs * 1000).toFixed(1)} µs a hook = ${((perHookMs / median(hookP50)) * 100).toFixed(2)} % of the hook's median p50`);
+  log(`signature + parsing: ${(perHookMs * 1000).toFixed(1)} µs a hook = ${((perHookMs / median(hookP50)) * 100).toFixed(4)} % of the hook's median p50`);
 
   await worker.shutdown();
   server.close();
