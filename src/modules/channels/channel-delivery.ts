@@ -22,7 +22,7 @@ import type { ExecutionContext } from '../executions/execution.recorder';
 import { ChannelConnection } from './channel.entity';
 import { ChannelService } from './channel.service';
 import { GraphError, sendInstagram, sendWhatsApp } from './meta-graph';
-import { CUSTOMER_SERVICE_WINDOW_MS, inboundConnectionOf, lastInboundTime, recordSent } from './message-status.writes';
+import { CUSTOMER_SERVICE_WINDOW_MS, inboundConnectionOf, recipientOf, recordSent } from './message-status.writes';
 
 export interface ChannelSend {
   dedupeKey: string;
@@ -75,17 +75,17 @@ export class ChannelDelivery {
     if (c.status === 'unauthorized') throw rejected(ChannelErrorTypes.unauthorized, `channel connection ${c.id} is unauthorized: give it a new access token`);
     if (c.status === 'disabled') throw rejected(ChannelErrorTypes.disabled, `channel connection ${c.id} is disabled`);
     const em = this.em();
-    const [customer] = ctx.customerId
-      ? await em.getConnection().execute<Array<{ external_id: string }>>('select external_id from customers where id = ?', [ctx.customerId])
-      : [];
+    // The recipient and where their window stands, in one read.
+    const [customer] = ctx.customerId ? await recipientOf(em, c.id, ctx.customerId) : [];
     if (!customer) throw rejected(ChannelErrorTypes.undeliverable, 'the execution has no customer to send to');
     const svc = new ChannelService(em, this.services.config);
-    const providerMessageId = c.type === 'http' ? await this.sendHttp(c, svc, ctx, msg, customer.external_id) : await this.sendMeta(c, svc, ctx, msg, customer.external_id);
+    const last = customer.last_inbound_at ? new Date(customer.last_inbound_at) : undefined;
+    const providerMessageId =
+      c.type === 'http' ? await this.sendHttp(c, svc, ctx, msg, customer.external_id) : await this.sendMeta(c, svc, msg, customer.external_id, last);
     if (providerMessageId) await recordSent(em, { organizationId: ctx.organizationId, connectionId: c.id, dedupeKey: msg.dedupeKey, providerMessageId });
   }
 
-  private async sendMeta(c: ChannelConnection, svc: ChannelService, ctx: ExecutionContext, msg: ChannelSend, to: string): Promise<string> {
-    const last = await lastInboundTime(this.em(), c.id, to);
+  private async sendMeta(c: ChannelConnection, svc: ChannelService, msg: ChannelSend, to: string, last: Date | undefined): Promise<string> {
     const open = last !== undefined && Date.now() - last.getTime() < CUSTOMER_SERVICE_WINDOW_MS;
     const template = c.type === 'whatsapp_cloud' ? msg.template : undefined;
     if (!open && !template) {

@@ -31,12 +31,15 @@ export async function recordInboundTime(em: Sql, connectionId: string, externalI
   );
 }
 
-export async function lastInboundTime(em: Sql, connectionId: string, externalId: string): Promise<Date | undefined> {
-  const [row] = await run<{ last_inbound_at: Date }>(em, 'select last_inbound_at from channel_customer_windows where connection_id = ? and external_id = ?', [
-    connectionId,
-    externalId,
-  ]);
-  return row ? new Date(row.last_inbound_at) : undefined;
+/** The customer's id on the channel and their last inbound time on the connection (null: never wrote there). */
+export async function recipientOf(em: Sql, connectionId: string, customerId: string): Promise<Array<{ external_id: string; last_inbound_at: Date | null }>> {
+  return await run(
+    em,
+    `select c.external_id, w.last_inbound_at from customers c
+       left join channel_customer_windows w on w.connection_id = ? and w.external_id = c.external_id
+      where c.id = ?`,
+    [connectionId, customerId],
+  );
 }
 
 /** The connection the execution's starting message came through (set by the hook receiver in the message's metadata). */
