@@ -1149,6 +1149,77 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/channels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List channel connections (never their secrets) */
+        get: operations["listChannels"];
+        put?: never;
+        /** Connect a channel (WhatsApp Cloud API, Instagram Messaging or an HTTP provider); the answer carries the verify token, once */
+        post: operations["createChannel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/channels/{channel_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a channel connection (never its secrets) */
+        get: operations["getChannel"];
+        /** Update a channel connection: name, status, any config field (a secret is replaced only when sent) */
+        put: operations["updateChannel"];
+        post?: never;
+        /** Delete a channel connection (its hook answers 404 from now on) */
+        delete: operations["deleteChannel"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/channels/{channel_id}/rotate-verify-token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Replace the verify token of Meta's webhook handshake; the answer carries the new one, once */
+        post: operations["rotateChannelVerifyToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/channels/{channel_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Call the provider with the stored credentials (Meta: GET the phone number or Instagram account) and set status from the answer */
+        post: operations["testChannel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/hooks/triggers/{trigger_id}": {
         parameters: {
             query?: never;
@@ -1163,6 +1234,27 @@ export interface paths {
          * @description The signed payload is the raw body, or the raw query string for a GET trigger; it alone becomes the execution input (the query string of other methods is ignored). Sign it either with `X-Service-Signature` (lowercase hex HMAC-SHA256 keyed with the trigger secret) or the Standard Webhooks way: `webhook-id`, `webhook-timestamp` (Unix seconds, within 5 minutes) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.payload">`; an accepted `webhook-id` is refused for 10 minutes (409). Every configured header must carry its configured value. 100 verified requests per minute per trigger.
          */
         post: operations["receiveWebhookTrigger"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/hooks/channels/{channel_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Meta's webhook verification handshake (the connection's `webhook_url` and `verify_token`) */
+        get: operations["verifyChannelHook"];
+        put?: never;
+        /**
+         * Receive WhatsApp Cloud API or Instagram Messaging webhooks: customer messages and delivery statuses
+         * @description Signed by Meta: `X-Hub-Signature-256: sha256=<lowercase hex HMAC-SHA256 of the raw body keyed with the app secret>`. WhatsApp `entry[].changes[].value.messages[]` and Instagram `entry[].messaging[]` are processed as `POST /v1/messages` (a repeated wamid / mid changes nothing); WhatsApp `value.statuses[]` update the delivery status of our outbound messages. Always 200 once verified and committed, also when an item could not be processed (logged).
+         */
+        post: operations["receiveChannelHook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1593,6 +1685,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "message.status_updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * message.status_updated event delivered to subscribed webhooks
+         * @description WhatsApp reported a new delivery status of an outbound message (sent, delivered, read or failed); statuses only move forward, each change once. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         */
+        post: operations["messageStatus_updatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -1820,6 +1932,22 @@ export interface components {
             timestamp: string;
             data: components["schemas"]["WebhookDisabledEventData"];
             metadata: components["schemas"]["WebhookEventMetadata"];
+        } | {
+            /**
+             * @description Event id: the idempotency key, the same on every retry and redelivery
+             * @example evt_4eC39HqLyjWDarjtT1zd
+             */
+            id: string;
+            /** @enum {string} */
+            type: "message.status_updated";
+            /**
+             * Format: date-time
+             * @description When the event happened (ISO 8601, UTC)
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            timestamp: string;
+            data: components["schemas"]["MessageStatusUpdatedEventData"];
+            metadata: components["schemas"]["WebhookEventMetadata"];
         };
         WorkflowEventData: {
             workflow_id: string;
@@ -1957,6 +2085,26 @@ export interface components {
              */
             disabled_at: string;
         };
+        MessageStatusUpdatedEventData: {
+            message_id: string;
+            customer_id: string;
+            /** @example whatsapp */
+            channel: string;
+            execution_id: string | null;
+            channel_connection_id: string;
+            /** @description The wamid Meta gave the message */
+            provider_message_id: string;
+            /** @enum {string} */
+            delivery_status: "sent" | "delivered" | "read" | "failed";
+            delivered_at: string | null;
+            read_at: string | null;
+            /** @description Meta's error, when failed */
+            error: {
+                code: number | null;
+                title: string | null;
+                message: string | null;
+            } | null;
+        };
         Me: {
             /** @enum {string} */
             credential_type: "api_key" | "oauth" | "jwt";
@@ -2035,6 +2183,7 @@ export interface components {
             /** @enum {string} */
             status: "draft" | "active" | "inactive";
             channel: components["schemas"]["Channel"];
+            channel_connection_id: string | null;
             /**
              * Format: date-time
              * @example 2026-11-22T10:00:00.000Z
@@ -2073,6 +2222,17 @@ export interface components {
              */
             type: "message";
             content: string;
+            template?: components["schemas"]["MessageTemplate"];
+        };
+        /** @description A WhatsApp template approved in Meta’s console: sent instead of `content` outside the 24-hour customer service window */
+        MessageTemplate: {
+            name: string;
+            /** @example en_US */
+            language: string;
+            /** @description WhatsApp's template components (header, body and button parameters), passed as given */
+            components?: {
+                [key: string]: unknown;
+            }[];
         };
         AiResponseNode: {
             id: string;
@@ -2111,11 +2271,15 @@ export interface components {
             name: string;
             description?: string;
             channel: components["schemas"]["Channel"];
+            /** @description The channel connection (`chn_…`, same channel) executions send through when they were not started by a message of one; null: the organization's only active connection of the channel */
+            channel_connection_id?: string | null;
             configuration?: components["schemas"]["WorkflowConfigurationInput"];
         };
         WorkflowUpdate: {
             name?: string;
             description?: string;
+            /** @description The channel connection (`chn_…`, same channel) executions send through when they were not started by a message of one; null: the organization's only active connection of the channel */
+            channel_connection_id?: string | null;
             configuration?: components["schemas"]["WorkflowConfigurationInput"];
         };
         WorkflowActivation: {
@@ -2164,7 +2328,7 @@ export interface components {
             secret: string;
         };
         /** @enum {string} */
-        EventType: "workflow.started" | "workflow.completed" | "workflow.failed" | "message.received" | "message.sent" | "trigger.activated" | "customer.created" | "customer.updated" | "export.completed" | "export.failed" | "report.completed" | "report.failed" | "replay.completed" | "webhook.disabled";
+        EventType: "workflow.started" | "workflow.completed" | "workflow.failed" | "message.received" | "message.sent" | "trigger.activated" | "customer.created" | "customer.updated" | "export.completed" | "export.failed" | "report.completed" | "report.failed" | "replay.completed" | "webhook.disabled" | "message.status_updated";
         WebhookCreate: {
             /** @description Defaults to the URL host */
             name?: string;
@@ -2881,6 +3045,27 @@ export interface components {
             execution_id: string | null;
             node_id: string | null;
             /**
+             * @description Outbound messages sent through a WhatsApp or Instagram connection: what the provider last reported (only forward)
+             * @enum {string|null}
+             */
+            delivery_status: "sent" | "delivered" | "read" | "failed" | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            delivered_at: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            read_at: string | null;
+            /** @description The provider's error of a failed delivery */
+            error: {
+                code: number | null;
+                title: string | null;
+                message: string | null;
+            } | null;
+            /**
              * Format: date-time
              * @example 2026-11-22T10:00:00.000Z
              */
@@ -3442,6 +3627,102 @@ export interface components {
             start_date?: string;
             /** @description Executions started before; a date-only value includes its whole day (UTC) */
             end_date?: string;
+        };
+        ChannelConnectionWithVerifyToken: components["schemas"]["ChannelConnection"] & {
+            /** @description The Verify token to paste into Meta's console. Shown only in this answer; rotate it to see a new one. */
+            verify_token: string;
+        };
+        ChannelConnection: {
+            /** @example chn_4f9Qk2R7sT1uVwXyZ0aB */
+            id: string;
+            /** @enum {string} */
+            type: "whatsapp_cloud" | "instagram" | "http";
+            channel: components["schemas"]["Channel"];
+            name: string;
+            /** @enum {string} */
+            status: "active" | "disabled" | "unauthorized";
+            /** @description The non-secret fields only: phone_number_id, instagram_account_id, or url and channel */
+            config: {
+                [key: string]: string;
+            };
+            /**
+             * @description The callback URL to paste into Meta's console (null for http connections)
+             * @example https://api.example.com/hooks/channels/chn_4f9Qk2R7sT1uVwXyZ0aB
+             */
+            webhook_url: string | null;
+            created_at: string;
+            updated_at: string;
+        };
+        ChannelConnectionCreate: {
+            /** @enum {string} */
+            type: "whatsapp_cloud";
+            name: string;
+            config: {
+                /** @example 106540352242922 */
+                phone_number_id: string;
+                /** @description A system-user access token with whatsapp_business_messaging. Write-only: never returned. */
+                access_token: string;
+                /** @description The Meta app's secret: X-Hub-Signature-256 of every hook is checked with it. Write-only: never returned. */
+                app_secret: string;
+            };
+        } | {
+            /** @enum {string} */
+            type: "instagram";
+            name: string;
+            config: {
+                /** @example 106540352242922 */
+                instagram_account_id: string;
+                /** @description A token with instagram_manage_messages. Write-only: never returned. */
+                access_token: string;
+                /** @description The Meta app's secret: X-Hub-Signature-256 of every hook is checked with it. Write-only: never returned. */
+                app_secret: string;
+            };
+        } | {
+            /** @enum {string} */
+            type: "http";
+            name: string;
+            config: {
+                /**
+                 * Format: uri
+                 * @description Where outbound messages are POSTed (the generic adapter)
+                 */
+                url: string;
+                channel: components["schemas"]["Channel"];
+                /** @description Sent as a Bearer token with each POST. Write-only: never returned. */
+                secret?: string;
+            };
+        };
+        ChannelConnectionUpdate: {
+            name?: string;
+            /**
+             * @description `active` again after `disabled` or `unauthorized`
+             * @enum {string}
+             */
+            status?: "active" | "disabled";
+            config?: {
+                /** @example 106540352242922 */
+                phone_number_id?: string;
+                /** @example 106540352242922 */
+                instagram_account_id?: string;
+                /**
+                 * Format: uri
+                 * @description Where outbound messages are POSTed (the generic adapter)
+                 */
+                url?: string;
+                channel?: components["schemas"]["Channel"];
+                /** @description Write-only: never returned. */
+                access_token?: string;
+                /** @description Write-only: never returned. */
+                app_secret?: string;
+                /** @description Write-only: never returned. */
+                secret?: string;
+            };
+        };
+        ChannelConnectionTest: {
+            ok: boolean;
+            /** @description The provider's HTTP status; 0 when it did not answer */
+            status_code: number;
+            error_message: string | null;
         };
         OAuthToken: {
             /** @description Opaque; use as `Authorization: Bearer <token>` on /v1 */
@@ -15405,6 +15686,872 @@ export interface operations {
             };
         };
     };
+    listChannels: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1 */
+                page?: number;
+                /** @description Items per page, 1 to 100 */
+                limit?: number;
+                type?: "whatsapp_cloud" | "instagram" | "http";
+                channel?: components["schemas"]["Channel"];
+                status?: "active" | "disabled" | "unauthorized";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ChannelConnection"][];
+                        pagination: components["schemas"]["Pagination"];
+                    };
+                };
+            };
+            /** @description INVALID_REQUEST | MISSING_REQUIRED_FIELD */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description MISSING_AUTHENTICATION | INVALID_API_KEY | INVALID_TOKEN */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INSUFFICIENT_PERMISSIONS | SCOPE_INSUFFICIENT */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that limit's window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When that window resets, in Unix seconds */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createChannel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays the first response for 24 h */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChannelConnectionCreate"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ChannelConnectionWithVerifyToken"];
+                    };
+                };
+            };
+            /** @description INVALID_REQUEST | MISSING_REQUIRED_FIELD */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description MISSING_AUTHENTICATION | INVALID_API_KEY | INVALID_TOKEN */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INSUFFICIENT_PERMISSIONS | SCOPE_INSUFFICIENT */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description CHANNEL_ALREADY_EXISTS | IDEMPOTENCY_KEY_REUSED | IDEMPOTENCY_KEY_IN_USE */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that limit's window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When that window resets, in Unix seconds */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getChannel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                channel_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ChannelConnection"];
+                    };
+                };
+            };
+            /** @description INVALID_REQUEST | MISSING_REQUIRED_FIELD */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description MISSING_AUTHENTICATION | INVALID_API_KEY | INVALID_TOKEN */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INSUFFICIENT_PERMISSIONS | SCOPE_INSUFFICIENT */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description CHANNEL_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that limit's window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When that window resets, in Unix seconds */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateChannel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                channel_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChannelConnectionUpdate"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ChannelConnection"];
+                    };
+                };
+            };
+            /** @description INVALID_REQUEST | MISSING_REQUIRED_FIELD */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description MISSING_AUTHENTICATION | INVALID_API_KEY | INVALID_TOKEN */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INSUFFICIENT_PERMISSIONS | SCOPE_INSUFFICIENT */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description CHANNEL_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description CHANNEL_ALREADY_EXISTS */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that limit's window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When that window resets, in Unix seconds */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteChannel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                channel_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteResult"];
+                };
+            };
+            /** @description INVALID_REQUEST | MISSING_REQUIRED_FIELD */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description MISSING_AUTHENTICATION | INVALID_API_KEY | INVALID_TOKEN */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INSUFFICIENT_PERMISSIONS | SCOPE_INSUFFICIENT */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description CHANNEL_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that limit's window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When that window resets, in Unix seconds */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rotateChannelVerifyToken: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays the first response for 24 h */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                channel_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ChannelConnectionWithVerifyToken"];
+                    };
+                };
+            };
+            /** @description INVALID_REQUEST | MISSING_REQUIRED_FIELD */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description MISSING_AUTHENTICATION | INVALID_API_KEY | INVALID_TOKEN */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INSUFFICIENT_PERMISSIONS | SCOPE_INSUFFICIENT */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description CHANNEL_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED | IDEMPOTENCY_KEY_IN_USE */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that limit's window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When that window resets, in Unix seconds */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    testChannel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays the first response for 24 h */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                channel_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ChannelConnectionTest"];
+                    };
+                };
+            };
+            /** @description INVALID_REQUEST | MISSING_REQUIRED_FIELD */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description MISSING_AUTHENTICATION | INVALID_API_KEY | INVALID_TOKEN */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INSUFFICIENT_PERMISSIONS | SCOPE_INSUFFICIENT */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description CHANNEL_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED | IDEMPOTENCY_KEY_IN_USE */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that limit's window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When that window resets, in Unix seconds */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     receiveWebhookTrigger: {
         parameters: {
             query?: never;
@@ -15545,6 +16692,166 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    verifyChannelHook: {
+        parameters: {
+            query: {
+                "hub.mode": "subscribe";
+                "hub.verify_token": string;
+                "hub.challenge": string;
+            };
+            header?: never;
+            path: {
+                channel_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The challenge, echoed */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description INVALID_REQUEST: NUL characters in the query */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INVALID_VERIFY_TOKEN */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description CHANNEL_NOT_FOUND: no such WhatsApp or Instagram connection */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    receiveChannelHook: {
+        parameters: {
+            query?: never;
+            header: {
+                "X-Hub-Signature-256": string;
+            };
+            path: {
+                channel_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    object: "whatsapp_business_account" | "instagram";
+                    entry: {
+                        [key: string]: unknown;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description Acknowledged: what was done with the items */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            messages: number;
+                            duplicates: number;
+                            statuses: number;
+                            ignored: number;
+                            failed: number;
+                        };
+                    };
+                };
+            };
+            /** @description INVALID_REQUEST: not valid JSON (before the signature), NUL characters or too deep (before), or not a Meta webhook object (after) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INVALID_SIGNATURE */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description CHANNEL_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the database is unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -16387,6 +17694,44 @@ export interface operations {
                      */
                     timestamp: string;
                     data: components["schemas"]["WebhookDisabledEventData"];
+                    metadata: components["schemas"]["WebhookEventMetadata"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    messageStatus_updatedEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Event id: the idempotency key, the same on every retry and redelivery
+                     * @example evt_4eC39HqLyjWDarjtT1zd
+                     */
+                    id: string;
+                    /** @enum {string} */
+                    type: "message.status_updated";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened (ISO 8601, UTC)
+                     * @example 2026-11-22T10:00:00.000Z
+                     */
+                    timestamp: string;
+                    data: components["schemas"]["MessageStatusUpdatedEventData"];
                     metadata: components["schemas"]["WebhookEventMetadata"];
                 };
             };
