@@ -3,7 +3,8 @@ import { paginate, PaginationOut } from '../../http/pagination';
 import { type AnyRoute, defineRoute } from '../../http/route';
 import { z } from '../../http/zod';
 import type { Services } from '../../services';
-import type { ConversationMessage, Customer } from './customer.entity';
+import type { ConversationMessage } from '../conversations/message.entity';
+import type { Customer } from './customer.entity';
 import { CustomerListQuery, CustomerOut, CustomerParams, CustomerUpdateIn, TranscriptMessageOut, TranscriptQuery } from './customer.schemas';
 import { CustomerService } from './customer.service';
 

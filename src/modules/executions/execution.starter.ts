@@ -82,6 +82,33 @@ export function workflowEventData(e: {
   };
 }
 
+/** An execution row as a JSON object (the table's column names), for `insertExecutionRowsSql`. */
+export interface ExecutionStartRow {
+  id: string;
+  organization_id: string;
+  workflow_id: string;
+  revision: number;
+  trigger_id: string | null;
+  customer_id: string;
+  channel: string;
+  status: 'running';
+  input: Record<string, unknown>;
+  message_id: string;
+  started_at: Date;
+}
+
+const START_COLUMNS = 'id, organization_id, workflow_id, revision, trigger_id, customer_id, channel, status, input, message_id, started_at';
+
+/**
+ * The INSERT of the executions an inbound message starts (inbound/message.writes.ts): the
+ * rows of the JSON array `rowsJson` (`ExecutionStartRow`s; a SQL expression), when `when`
+ * holds. Their Temporal starts follow the commit (`dispatchExecution`).
+ */
+export const insertExecutionRowsSql = (rowsJson: string, when: string) =>
+  `insert into executions (${START_COLUMNS})
+      select ${START_COLUMNS}
+        from jsonb_populate_recordset(null::executions, ${rowsJson}::jsonb) where ${when}`;
+
 /** What starting an execution needs of its workflow. */
 export type RunnableWorkflow = Pick<Workflow, 'id' | 'name' | 'status' | 'revision' | 'configuration'>;
 
