@@ -119,19 +119,6 @@ export interface ExecutionProgress {
 }
 export const executionProgressQuery = defineQuery<ExecutionProgress>('executionProgress');
 
-/** Activity failure types the workflow maps to an execution error_type. */
-export const ExecutionErrorTypes = {
-  /** Bad configuration or input (knowledge base missing, a reply that never validated). */
-  validation: 'ExecutionValidationError',
-  /** A provider (channel or model endpoint) refused the request. */
-  api: 'ExecutionApiError',
-  /**
-   * The execution is no longer running in PostgreSQL (cancelled through the API): the node
-   * activity did nothing and the run stops without sending anything more.
-   */
-  notRunning: 'ExecutionNotRunning',
-} as const;
-
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const PHONE = /^\+?[0-9 ()-]{6,20}$/;
 const NUMBER = /^-?\d+(\.\d+)?$/;

@@ -43,12 +43,12 @@ import {
 import {
   type AiResponseNodeSpec,
   type CustomerReply,
-  ExecutionErrorTypes,
   type FormNodeSpec,
   formScores,
   formWaitKey,
   type MessageNodeSpec,
 } from '../executions.shared';
+import { ExecutionErrorTypes } from '../failure-types';
 import { dependencyWaitsFor, type FailurePolicy, type ProviderBudget, runWithFailurePolicy } from '../failures';
 
 export const DEFAULT_CONFIDENCE_THRESHOLD = 0.5;
