@@ -11,7 +11,7 @@ import { entities } from './entities';
 import { createLogger } from './logger';
 import { closeServices, createServices } from './services';
 import { EventDispatcher } from './modules/webhooks/event-dispatcher';
-import { runReconciler } from './modules/starts/reconciler';
+import { runExecutionReconciler } from './modules/executions/execution.reconciler';
 import { purgeExpiredOAuthModels } from './modules/oauth/oauth-adapter';
 import { ensureFileExpirySchedule } from './modules/files/file-expiry.schedule';
 import { createActivities } from '../temporal/activities';
@@ -93,7 +93,7 @@ async function main() {
     dispatcher.start();
     // Starts executions and jobs whose Temporal start a crash interrupted (see
     // starts/durable-start.ts) and re-sends cancels that never reached Temporal (see execution.canceller.ts).
-    stopReconciler = runReconciler(services);
+    stopReconciler = runExecutionReconciler(services);
     worker.done.catch((err: unknown) => {
       logger.fatal({ err }, 'worker stopped with an error');
       process.exit(1);

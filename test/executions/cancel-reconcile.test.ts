@@ -7,7 +7,7 @@
  * As in races.test.ts, "an API whose Temporal calls are lost" is a second app on the same
  * database whose client points at another namespace.
  */
-import { runReconciler, reconcileOnce } from '../../src/modules/starts/reconciler';
+import { runExecutionReconciler, reconcileOnce } from '../../src/modules/executions/execution.reconciler';
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { startTestWorker, type TestWorker } from '../helpers/temporal';
@@ -74,7 +74,7 @@ describe('re-sending lost Temporal cancels', () => {
     expect(await reconcileOnce(t.services, 600_000)).toEqual({ started: 0, redelivered: 0, cancelled: 0, jobs: 0 });
     expect(await stamp(id)).toBeNull();
 
-    const stop = runReconciler(t.services);
+    const stop = runExecutionReconciler(t.services);
     try {
       // The run was waiting in the workflow (no activity to find the row cancelled): the
       // re-sent cancel is what closes it.

@@ -18,7 +18,7 @@ import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
 import { connectTestClient, startTestWorker, temporalAddress, type TestWorker } from '../helpers/temporal';
 import { waitFor } from '../helpers/wait';
 import { dropDatabase } from '../../src/db/orm';
-import { reconcileOnce } from '../../src/modules/starts/reconciler';
+import { reconcileOnce } from '../../src/modules/executions/execution.reconciler';
 import { createActiveWorkflow, waitForExecution } from '../executions/helpers';
 
 describe('dependency outages', () => {

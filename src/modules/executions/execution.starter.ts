@@ -12,7 +12,7 @@
  *    so a second start of the same id never creates a second run).
  *
  * If the process dies between 1 and 2, or Temporal is unreachable, the row stays
- * unstamped and the worker's reconciler (starts/reconciler.ts) starts it later; the
+ * unstamped and the worker's reconciler (execution.reconciler.ts) starts it later; the
  * workflow-id policies make that start exactly once even when both race.
  */
 import { infraRetryMsOf } from '../../config';

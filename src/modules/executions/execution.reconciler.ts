@@ -5,15 +5,16 @@
  * Temporal start was never confirmed, re-delivers inbound replies whose signal was never
  * confirmed, and re-sends the Temporal cancel of cancelled executions whose cancel was
  * never confirmed (all older than EXECUTION_RECONCILE_GRACE_MS, so it does not race the
- * API's own attempt).
+ * API's own attempt). It lives with executions, above the starts module it drives, so the
+ * modules' imports keep running one way.
  */
 import { classifyError } from '../../failures';
 import type { Services } from '../../services';
-import { reconcileCancels } from '../executions/execution.canceller';
-import { EXECUTION_START } from '../executions/execution.starter';
-import { redeliverReplies } from '../executions/reply-delivery';
-import { reconcileStarts, type StartKind } from './durable-start';
-import { type JobRow, JOBS } from './job-starts';
+import { reconcileStarts, type StartKind } from '../starts/durable-start';
+import { type JobRow, JOBS } from '../starts/job-starts';
+import { reconcileCancels } from './execution.canceller';
+import { EXECUTION_START } from './execution.starter';
+import { redeliverReplies } from './reply-delivery';
 
 /** The durable start kinds besides executions (counted together as `jobs`). */
 const JOB_KINDS: Array<StartKind<JobRow>> = [JOBS.export, JOBS.report, JOBS.replay, JOBS.dryRun];
@@ -28,7 +29,7 @@ export async function reconcileOnce(services: Services, graceMs = services.confi
 }
 
 /** Starts the loop; the returned function stops it and waits for the pass in progress. */
-export function runReconciler(services: Services): () => Promise<void> {
+export function runExecutionReconciler(services: Services): () => Promise<void> {
   let stopped = false;
   let current: Promise<unknown> = Promise.resolve();
   let timer: NodeJS.Timeout | undefined;
