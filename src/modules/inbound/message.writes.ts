@@ -40,7 +40,7 @@
  * the table's owner (customers: `insertInboundCustomerCte` / `countInboundCustomerCtes`;
  * executions: `claimOpenWaitCtes`, `insertExecutionRowsSql`; triggers: `insertFiringRowsSql`;
  * conversations: `insertInboundMessageSql`; events: `insertEventsSql`), composed here into
- * the one statement (docs/architecture-tables.md, "Table owners").
+ * the one statement (docs/architecture.md, "Table owners").
  *
  * The rows and event payloads are built here with the same builders the other paths use
  * (`workflowEventData`, `executionWorkflowInput`, `firingEventData`, `firingMetadata`); the

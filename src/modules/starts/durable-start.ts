@@ -37,7 +37,7 @@ export interface StartKind<S> {
   /** The owner's table (its module writes the rows; this module stamps `temporal_started_at` on its behalf). */
   table: 'executions' | 'exports' | 'reports' | 'replays' | 'dry_runs';
   workflowType: string;
-  /** The workflow id scheme (docs/architecture-tables.md, "Workflow ids"), from the row's id. */
+  /** The workflow id scheme (docs/architecture.md, "Workflow ids"), from the row's id. */
   workflowId: (id: string) => string;
   /**
    * A start of an id whose run is still open: USE_EXISTING answers with that run, FAIL
