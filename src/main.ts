@@ -91,8 +91,8 @@ async function main() {
     // The outbox → webhook delivery fan-out lives with the worker (see event-dispatcher.ts).
     dispatcher = new EventDispatcher(services);
     dispatcher.start();
-    // Starts executions whose Temporal start a crash interrupted (see execution.starter.ts)
-    // and re-sends cancels that never reached Temporal (see execution.canceller.ts).
+    // Starts executions and jobs whose Temporal start a crash interrupted (see
+    // starts/durable-start.ts) and re-sends cancels that never reached Temporal (see execution.canceller.ts).
     stopReconciler = runExecutionReconciler(services);
     worker.done.catch((err: unknown) => {
       logger.fatal({ err }, 'worker stopped with an error');

@@ -43,7 +43,7 @@ export function executionMetadata(
   };
 }
 
-/** Background jobs (job-starter.ts): exports, reports, replays, dry runs. */
+/** Background jobs (starts/job-starts.ts): exports, reports, replays, dry runs. */
 export function jobMetadata(
   config: Pick<Config, 'BASE_URL'>,
   kind: 'export' | 'report' | 'replay' | 'dry_run',

@@ -127,33 +127,6 @@ export interface ExecutionProgress {
 }
 export const executionProgressQuery = defineQuery<ExecutionProgress>('executionProgress');
 
-/**
- * Channel failures (src/modules/channels): final, recorded as the failed step's error type
- * (the execution's error_type stays `api_error`, the contract's three types).
- */
-export const ChannelErrorTypes = {
-  unauthorized: 'channel_unauthorized',
-  windowClosed: 'customer_service_window_closed',
-  undeliverable: 'channel_undeliverable',
-  notConnected: 'channel_not_connected',
-  disabled: 'channel_disabled',
-} as const;
-const CHANNEL_ERROR_TYPES: readonly string[] = Object.values(ChannelErrorTypes);
-export const isChannelErrorType = (type: string | null | undefined): boolean => typeof type === 'string' && CHANNEL_ERROR_TYPES.includes(type);
-
-/** Activity failure types the workflow maps to an execution error_type. */
-export const ExecutionErrorTypes = {
-  /** Bad configuration or input (knowledge base missing, a reply that never validated). */
-  validation: 'ExecutionValidationError',
-  /** A provider (channel or model endpoint) refused the request. */
-  api: 'ExecutionApiError',
-  /**
-   * The execution is no longer running in PostgreSQL (cancelled through the API): the node
-   * activity did nothing and the run stops without sending anything more.
-   */
-  notRunning: 'ExecutionNotRunning',
-} as const;
-
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const PHONE = /^\+?[0-9 ()-]{6,20}$/;
 const NUMBER = /^-?\d+(\.\d+)?$/;

@@ -1,6 +1,8 @@
 /**
- * Owns the Temporal failure types every workflow may see from any activity (domain-specific
- * ones live in their `*.shared.ts`). Workflow code imports this file: it imports nothing.
+ * Owns every Temporal failure type name (the `type` of an ApplicationFailure) that a
+ * workflow, an activity or a retry policy names: the ones any activity may throw, then each
+ * domain's. A failure type is matched by its string, so it is defined once, here. Workflow
+ * code imports this file: it imports nothing.
  */
 export const FailureTypes = {
   /**
@@ -12,6 +14,44 @@ export const FailureTypes = {
   /** A provider or unexpected error with budget left: retried after the delay the activity chose. */
   retryable: 'ActivityRetryable',
 } as const;
+
+/** Activity failure types the execution workflow maps to an execution error_type. */
+export const ExecutionErrorTypes = {
+  /** Bad configuration or input (knowledge base missing, a reply that never validated). */
+  validation: 'ExecutionValidationError',
+  /** A provider (channel or model endpoint) refused the request. */
+  api: 'ExecutionApiError',
+  /**
+   * The execution is no longer running in PostgreSQL (cancelled through the API): the node
+   * activity did nothing and the run stops without sending anything more.
+   */
+  notRunning: 'ExecutionNotRunning',
+} as const;
+
+/**
+ * Channel failures (src/modules/channels): final, recorded as the failed step's error type
+ * (the execution's error_type stays `api_error`, the contract's three types).
+ */
+export const ChannelErrorTypes = {
+  unauthorized: 'channel_unauthorized',
+  windowClosed: 'customer_service_window_closed',
+  undeliverable: 'channel_undeliverable',
+  notConnected: 'channel_not_connected',
+  disabled: 'channel_disabled',
+} as const;
+const CHANNEL_ERROR_TYPES: readonly string[] = Object.values(ChannelErrorTypes);
+export const isChannelErrorType = (type: string | null | undefined): boolean => typeof type === 'string' && CHANNEL_ERROR_TYPES.includes(type);
+
+/** Webhook delivery: a final answer (4xx, 410) or a refused target is never retried. */
+export const WEBHOOK_FINAL_FAILURE = 'WebhookDeliveryRejected';
+export const WEBHOOK_RETRYABLE_FAILURE = 'WebhookDeliveryFailed';
+export const WEBHOOK_NON_RETRYABLE_TYPES = [WEBHOOK_FINAL_FAILURE] as const;
+
+/** The final failure of a scheduled trigger's firing that kept failing for a reason other than our infrastructure. */
+export const TRIGGER_FIRING_FAILED = 'TriggerFiringFailed';
+
+/** Reports and exports: a failure no retry can fix (the record vanished, the request cannot be answered). */
+export const FILE_GENERATION_REJECTED = 'FileGenerationRejected';
 
 /**
  * Retry policy of activities that decide their own retries (temporal/failures.ts): no

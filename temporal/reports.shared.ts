@@ -14,9 +14,6 @@ export const FILE_EXPIRY_WORKFLOW_TYPE = 'fileExpiryWorkflow';
 /** One expiry schedule per task queue (a deployment's worker fleet), created at worker start. */
 export const fileExpiryScheduleId = (taskQueue: string) => `analytics-file-expiry:${taskQueue}`;
 
-/** A failure no retry can fix (the record vanished, the request cannot be answered). */
-export const FILE_GENERATION_REJECTED = 'FileGenerationRejected';
-
 export interface FileJobInput {
   organizationId: string;
   id: string;

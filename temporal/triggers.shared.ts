@@ -10,10 +10,8 @@ export const triggerScheduleId = (triggerId: string) => `trigger-schedule:${trig
 /** Base id of a scheduled run; Temporal appends the scheduled time, making each run unique. */
 export const scheduledTriggerWorkflowId = (triggerId: string) => `trigger-fire:${triggerId}`;
 
-export const SCHEDULED_TRIGGER_WORKFLOW = 'scheduledTriggerWorkflow';
+export const SCHEDULED_TRIGGER_WORKFLOW_TYPE = 'scheduledTriggerWorkflow';
 
-/** The final failure of a firing that kept failing for a reason other than our infrastructure. */
-export const TRIGGER_FIRING_FAILED = 'TriggerFiringFailed';
 
 export interface ScheduledTriggerInput {
   organizationId: string;

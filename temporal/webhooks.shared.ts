@@ -1,19 +1,17 @@
 /**
  * Owns the Temporal names of webhook delivery: workflow-id builders, the activity's
- * retry policy built from a webhook's retry_policy, failure types, and the I/O types
- * shared by the dispatcher, the workflow and the activity. Imported by workflow code:
- * nothing but @temporalio/common.
+ * retry policy built from a webhook's retry_policy, and the I/O types
+ * shared by the dispatcher, the workflow and the activity (its failure types are in
+ * failure-types.ts). Imported by workflow code: nothing but @temporalio/common and
+ * failure-types.ts.
  */
 import type { RetryPolicy } from '@temporalio/common';
+import { WEBHOOK_NON_RETRYABLE_TYPES } from './failure-types';
 
 /** DESIGN "Retry growth": delay(n) = min(retry_delay_ms × 2^(n−1), 30 s). */
 export const RETRY_BACKOFF_COEFFICIENT = 2;
 export const MAX_RETRY_INTERVAL_MS = 30_000;
 
-/** Failure types: a final answer (4xx, 410) or a refused target is never retried. */
-export const WEBHOOK_FINAL_FAILURE = 'WebhookDeliveryRejected';
-export const WEBHOOK_RETRYABLE_FAILURE = 'WebhookDeliveryFailed';
-export const WEBHOOK_NON_RETRYABLE_TYPES = [WEBHOOK_FINAL_FAILURE] as const;
 
 export interface WebhookRetryPolicyInput {
   max_retries: number;

@@ -43,13 +43,12 @@ import {
 import {
   type AiResponseNodeSpec,
   type CustomerReply,
-  ExecutionErrorTypes,
-  isChannelErrorType,
   type FormNodeSpec,
   formScores,
   formWaitKey,
   type MessageNodeSpec,
 } from '../executions.shared';
+import { ExecutionErrorTypes, isChannelErrorType } from '../failure-types';
 import { dependencyWaitsFor, type FailurePolicy, type ProviderBudget, runWithFailurePolicy } from '../failures';
 
 export const DEFAULT_CONFIDENCE_THRESHOLD = 0.5;

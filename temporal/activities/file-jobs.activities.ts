@@ -6,7 +6,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Services } from '../../src/services';
 import { ExportService } from '../../src/modules/exports/export.service';
 import { ReportService } from '../../src/modules/reports/report.service';
-import { FILE_GENERATION_REJECTED } from '../reports.shared';
+import { FILE_GENERATION_REJECTED } from '../failure-types';
 
 /** The workflow starts after the record commits: a record gone or no longer pending is final. */
 export function stillPending<T>(job: T | undefined, what: string): T {

@@ -13,7 +13,8 @@ import { fireTrigger } from '../../src/modules/triggers/trigger-firing';
 import { Trigger } from '../../src/modules/triggers/trigger.entity';
 import type { Services } from '../../src/services';
 import { dependencyWaitsFor, type ProviderBudget, runWithFailurePolicy } from '../failures';
-import { type FireScheduledTriggerInput, type FireScheduledTriggerResult, TRIGGER_FIRING_FAILED } from '../triggers.shared';
+import { TRIGGER_FIRING_FAILED } from '../failure-types';
+import { type FireScheduledTriggerInput, type FireScheduledTriggerResult } from '../triggers.shared';
 
 const FIRING_BUDGET: ProviderBudget = { maximumAttempts: 20, initialIntervalMs: 1_000, maximumIntervalMs: 30_000, finalType: TRIGGER_FIRING_FAILED };
 

@@ -15,12 +15,11 @@ import { performDeliveryAttempt } from '../../src/modules/webhooks/webhook.deliv
 import { WebhookSender } from '../../src/modules/webhooks/webhook.sender';
 import {
   delayAfterRetryAfter,
-  WEBHOOK_FINAL_FAILURE,
-  WEBHOOK_RETRYABLE_FAILURE,
   type RetryDetails,
   type WebhookAttemptInput,
   type WebhookDeliveryResult,
 } from '../webhooks.shared';
+import { WEBHOOK_FINAL_FAILURE, WEBHOOK_RETRYABLE_FAILURE } from '../failure-types';
 
 export function createWebhookActivities(deps: { services: Services; sender?: WebhookSender }) {
   let sender = deps.sender;

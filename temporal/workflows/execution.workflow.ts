@@ -47,8 +47,6 @@ import {
   customerReplySignal,
   DEFAULT_FORM_TIMEOUT_SECONDS,
   DRY_RUN_ACTIVITY_PREFIX,
-  ExecutionErrorTypes,
-  isChannelErrorType,
   type ExecutionNodeSpec,
   executionProgressQuery,
   type ExecutionProgress,
@@ -60,7 +58,7 @@ import {
   type RunMode,
   validateFormReply,
 } from '../executions.shared';
-import { ACTIVITY_DECIDES_RETRY, FailureTypes } from '../failure-types';
+import { ACTIVITY_DECIDES_RETRY, ExecutionErrorTypes, FailureTypes, isChannelErrorType } from '../failure-types';
 import { describeState, type ExecutionState, executionStateQuery, summaryLine, withSummary } from '../summaries.shared';
 
 const NON_RETRYABLE = [ExecutionErrorTypes.validation, ExecutionErrorTypes.api, ExecutionErrorTypes.notRunning];

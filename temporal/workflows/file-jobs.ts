@@ -6,7 +6,7 @@
  */
 import type { RetryPolicy } from '@temporalio/common';
 import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
-import { FILE_GENERATION_REJECTED } from '../reports.shared';
+import { FILE_GENERATION_REJECTED } from '../failure-types';
 
 const retry: RetryPolicy = { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 5, nonRetryableErrorTypes: [FILE_GENERATION_REJECTED] };
 

@@ -5,8 +5,8 @@
  */
 import { proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { TriggerActivities } from '../activities/triggers.activities';
-import { ACTIVITY_DECIDES_RETRY } from '../failure-types';
-import { type FireScheduledTriggerResult, type ScheduledTriggerInput, TRIGGER_FIRING_FAILED } from '../triggers.shared';
+import { ACTIVITY_DECIDES_RETRY, TRIGGER_FIRING_FAILED } from '../failure-types';
+import { type FireScheduledTriggerResult, type ScheduledTriggerInput } from '../triggers.shared';
 import { withSummary } from '../summaries.shared';
 
 /**

@@ -15,7 +15,8 @@
  * connection `unauthorized`, so later sends fail at once without calling Meta.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ChannelErrorTypes, type MessageTemplateSpec } from '../../../temporal/executions.shared';
+import { ChannelErrorTypes } from '../../../temporal/failure-types';
+import type { MessageTemplateSpec } from '../../../temporal/executions.shared';
 import type { Services } from '../../services';
 import { ChannelRejectedError } from '../executions/channel-adapter';
 import type { ExecutionContext } from '../executions/execution.recorder';

@@ -13,6 +13,7 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../../ids';
+import { insertEventsSql } from '../events/outbox';
 import type { DeliveryStatus, MetaStatusUpdate } from './meta-hook-payloads';
 
 type Sql = Pick<EntityManager, 'getConnection'>;
@@ -89,14 +90,13 @@ export async function applyDeliveryStatus(em: Sql, organizationId: string, conne
        returning d.*
      ),
      ev as (
-       insert into events (id, organization_id, type, data, created_at)
-       select ?, upd.organization_id, 'message.status_updated',
+       ${insertEventsSql(`select ?, upd.organization_id, 'message.status_updated',
               jsonb_build_object(
                 'message_id', m.id, 'customer_id', m.customer_id, 'channel', m.channel, 'execution_id', m.execution_id,
                 'channel_connection_id', upd.connection_id, 'provider_message_id', upd.provider_message_id,
                 'delivery_status', upd.status, 'delivered_at', upd.delivered_at, 'read_at', upd.read_at, 'error', upd.error),
               now()
-         from upd join messages m on m.dedupe_key = upd.dedupe_key and m.organization_id = upd.organization_id
+         from upd join messages m on m.dedupe_key = upd.dedupe_key and m.organization_id = upd.organization_id`)}
      )
      select exists (select 1 from upd) as changed`,
     [

@@ -8,7 +8,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { notFound } from '../../errors';
 import { offsetOf, type Page } from '../../http/pagination';
 import { recordEvent } from '../events/outbox';
-import { ConversationMessage, Customer } from './customer.entity';
+import { ConversationMessage } from '../conversations/message.entity';
+import { Customer } from './customer.entity';
 
 export const customerNotFound = () => notFound('CUSTOMER_NOT_FOUND', 'Customer');
 

@@ -12,7 +12,8 @@ import { parseInput } from '../../http/validation';
 import { z } from '../../http/zod';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
-import { dispatchJob, JOBS } from '../jobs/job-starter';
+import { dispatchStart } from '../starts/durable-start';
+import { JOBS } from '../starts/job-starts';
 import { dateFilter } from '../metrics/execution-metrics';
 import { classifyWorkflowIssue, WorkflowConfiguration } from '../workflows/workflow.schemas';
 import type { RunDiff } from './dry-run.diff';
@@ -163,7 +164,7 @@ export class DryRunService {
         [id, JSON.stringify(executionIds)],
       );
     });
-    await dispatchJob(this.services, JOBS.dryRun, { id, organization_id: organizationId, workflow_id: workflowId });
+    await dispatchStart(this.services, JOBS.dryRun, { id, organization_id: organizationId, workflow_id: workflowId });
     return await this.detail(organizationId, workflowId, id);
   }
 

@@ -1,9 +1,13 @@
 /**
- * `recordEvent` is how every module emits an event: it persists an outbox row in the
- * caller's EntityManager, so the event commits (or rolls back) with the change that
- * caused it. Call it before the caller's flush / inside its transaction.
+ * Owns the `events` table (the outbox). `recordEvent` is how a module emits an event in an
+ * ORM unit of work: it persists an outbox row in the caller's EntityManager, so the event
+ * commits (or rolls back) with the change that caused it. A module that writes in one SQL
+ * statement of its own composes `insertEventsSql` into it instead (same atomicity, one round
+ * trip). The dispatcher's bookkeeping (`markEventsDispatched`, `purgeDispatchedEvents`) is
+ * here too, so every write of the table lives in this module.
  */
 import type { EntityManager } from '@mikro-orm/core';
+import type { SqlRunner } from '../../db/hot-query';
 import { newId } from '../../ids';
 import { type EventType, OutboxEvent } from './event.entity';
 
@@ -26,6 +30,33 @@ export function outboxEventRow(input: EventInput): Pick<OutboxEvent, 'id' | 'org
   };
 }
 
+/** `outboxEventRow` with the table's column names, for a JSON parameter read by `jsonb_populate_record(set)(null::events, ...)`. */
+export function outboxEventJson(input: EventInput) {
+  const e = outboxEventRow(input);
+  return { id: e.id, organization_id: e.organizationId, type: e.type, data: e.data, created_at: e.createdAt };
+}
+
 export function recordEvent(em: EntityManager, input: EventInput): OutboxEvent {
   return em.create(OutboxEvent, outboxEventRow(input));
+}
+
+/** The columns of an outbox row, in the order `insertEventsSql` expects its SELECT to give them. */
+export const EVENT_COLUMNS = 'id, organization_id, type, data, created_at';
+
+/**
+ * The INSERT of the outbox rows `select` returns (columns as `EVENT_COLUMNS`), for a
+ * data-modifying CTE or a statement of the caller's (its other writes and its events commit
+ * together).
+ */
+export const insertEventsSql = (select: string) => `insert into events (${EVENT_COLUMNS}) ${select}`;
+
+/** Stamps the events a dispatcher pass handled (inside its transaction, which holds their rows locked). */
+export async function markEventsDispatched(tx: SqlRunner, ids: string[]): Promise<void> {
+  await tx.execute(`update events set dispatched_at = now() where id in (select jsonb_array_elements_text(?::jsonb))`, [JSON.stringify(ids)]);
+}
+
+/** Deletes events dispatched more than `retentionDays` ago; returns how many. */
+export async function purgeDispatchedEvents(runner: SqlRunner, retentionDays: number): Promise<number> {
+  const rows = await runner.execute<unknown[]>(`delete from events where dispatched_at < now() - (? * interval '1 day') returning id`, [retentionDays]);
+  return rows.length;
 }

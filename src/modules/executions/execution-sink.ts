@@ -12,7 +12,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { hotExecutor, type SqlRunner } from '../../db/hot-query';
 import type { Services } from '../../services';
-import { ChannelErrorTypes, type MessageTemplateSpec } from '../../../temporal/executions.shared';
+import { ChannelErrorTypes } from '../../../temporal/failure-types';
+import type { MessageTemplateSpec } from '../../../temporal/executions.shared';
 import { ChannelDelivery } from '../channels/channel-delivery';
 import { ChannelRejectedError, channelAdapterFor } from './channel-adapter';
 import {

@@ -1,23 +1,30 @@
 /**
- * Owns the worker's reconciler loop, the second half of the executions' dual writes: every
- * EXECUTION_RECONCILE_INTERVAL_MS it starts committed executions whose Temporal start was
- * never confirmed, re-delivers inbound replies whose signal was never confirmed, and
- * re-sends the Temporal cancel of cancelled executions whose cancel was never confirmed
- * and starts exports, reports and replays whose Temporal start was never confirmed (all
- * older than EXECUTION_RECONCILE_GRACE_MS, so it does not race the API's own attempt).
+ * Owns the worker's reconciler loop, the second half of every dual write between
+ * PostgreSQL and Temporal: every EXECUTION_RECONCILE_INTERVAL_MS it starts the committed
+ * rows of every durable start kind (executions, exports, reports, replays, dry runs) whose
+ * Temporal start was never confirmed, re-delivers inbound replies whose signal was never
+ * confirmed, and re-sends the Temporal cancel of cancelled executions whose cancel was
+ * never confirmed (all older than EXECUTION_RECONCILE_GRACE_MS, so it does not race the
+ * API's own attempt). It lives with executions, above the starts module it drives, so the
+ * modules' imports keep running one way.
  */
 import { classifyError } from '../../failures';
 import type { Services } from '../../services';
-import { reconcileJobs } from '../jobs/job-starter';
+import { reconcileStarts, type StartKind } from '../starts/durable-start';
+import { type JobRow, JOBS } from '../starts/job-starts';
 import { reconcileCancels } from './execution.canceller';
-import { reconcileExecutions } from './execution.starter';
+import { EXECUTION_START } from './execution.starter';
 import { redeliverReplies } from './reply-delivery';
 
+/** The durable start kinds besides executions (counted together as `jobs`). */
+const JOB_KINDS: Array<StartKind<JobRow>> = [JOBS.export, JOBS.report, JOBS.replay, JOBS.dryRun];
+
 export async function reconcileOnce(services: Services, graceMs = services.config.EXECUTION_RECONCILE_GRACE_MS) {
-  const started = await reconcileExecutions(services, { graceMs });
+  const started = await reconcileStarts(services, EXECUTION_START, { graceMs });
   const redelivered = await redeliverReplies(services, graceMs);
   const cancelled = await reconcileCancels(services, { graceMs });
-  const jobs = await reconcileJobs(services, { graceMs });
+  let jobs = 0;
+  for (const kind of JOB_KINDS) jobs += await reconcileStarts(services, kind, { graceMs });
   return { started, redelivered, cancelled, jobs };
 }
 
@@ -38,7 +45,7 @@ export function runExecutionReconciler(services: Services): () => Promise<void> 
         // An outage is logged once by the monitor, not every pass.
         const c = classifyError(err, services.endpoints);
         if (c.kind === 'infrastructure' && c.dependency !== 'unknown') services.dependencies.reportDown(c.dependency, err);
-        else services.logger.warn({ err }, 'execution reconciler pass failed');
+        else services.logger.warn({ err }, 'reconciler pass failed');
       })
       .finally(() => {
         if (!stopped) timer = setTimeout(tick, services.config.EXECUTION_RECONCILE_INTERVAL_MS);

@@ -1,7 +1,9 @@
 /**
  * Owns the writes an execution makes while it runs (called by the execution activities and
- * by cancel): outbound messages into the transcript, steps, the waiting flag, and the final
- * status with the workflow.* events (the workflow's counters follow at commit). Every write is idempotent, so an
+ * by cancel): steps, the waiting flag, and the final status with the workflow.* events (the
+ * workflow's counters follow at commit). Outbound messages go into the transcript through
+ * the owners' fragments (conversations: the message, customers: its counter, events: the
+ * `message.sent` row), composed into this module's single statements. Every write is idempotent, so an
  * activity retried after a worker crash never records a step, a message or a completion
  * twice: steps are unique per (execution, node), outbound messages per dedupe key, and a
  * completion only applies to a row still `running`. Also owns the form waits (open, close)
@@ -11,7 +13,9 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SqlRunner } from '../../db/hot-query';
 import { newId } from '../../ids';
 import type { EventType } from '../events/event.entity';
-import { outboxEventRow } from '../events/outbox';
+import { insertEventsSql, outboxEventRow } from '../events/outbox';
+import { insertOutboundMessage } from '../conversations/conversation.writes';
+import { countOutboundMessageSql } from '../customers/customer.writes';
 import type { ErrorType, ExecutionStatus } from './execution.entity';
 
 export interface ExecutionContext {
@@ -92,18 +96,20 @@ function outboundMessageWrites(ctx: ExecutionContext & { customerId: string }, m
       node_id: msg.nodeId,
     },
   });
+  const message = insertOutboundMessage({
+    id, organizationId: ctx.organizationId, customerId: ctx.customerId, channel: ctx.channel, text: msg.text,
+    executionId: ctx.executionId, nodeId: msg.nodeId, dedupeKey: msg.dedupeKey,
+  });
   return {
     sql: `m as (
-            insert into messages (id, organization_id, customer_id, channel, direction, text, execution_id, node_id, dedupe_key)
-            values (?, ?, ?, ?, 'outbound', ?, ?, ?, ?)
-            on conflict (dedupe_key) do nothing returning id
+            ${message.sql}
           ), counted as (
-            update customers set message_count = message_count + 1 where id = ? and exists (select 1 from m)
+            ${countOutboundMessageSql('exists (select 1 from m)')}
           ), sent as (
-            insert into events (id, organization_id, type, data, created_at) select ?, ?, ?, ?::jsonb, ? where exists (select 1 from m)
+            ${insertEventsSql('select ?, ?, ?, ?::jsonb, ? where exists (select 1 from m)')}
           )`,
     bindings: [
-      id, ctx.organizationId, ctx.customerId, ctx.channel, msg.text, ctx.executionId, msg.nodeId, msg.dedupeKey,
+      ...message.bindings,
       ctx.customerId,
       event.id, event.organizationId, event.type, JSON.stringify(event.data), event.createdAt,
     ],
@@ -181,11 +187,26 @@ export async function loadStepsState(
 
 /**
  * Form waits. A prompt opens a wait before it is sent; the first inbound message of the
- * customer on the channel claims it (inbound/message.writes.ts, its `claim`), or the form's
- * timeout closes it (`closeWait`). Both sides lock the execution row, so exactly one wins,
+ * customer on the channel claims it (`claimOpenWaitCtes`, in the inbound message's
+ * statement), or the form's timeout closes it (`closeWait`). Both sides lock the execution row, so exactly one wins,
  * and a claimed reply is recorded on the message (`reply_to_wait`, unique).
  */
 export type OpenWaitResult = 'open' | 'already_claimed' | 'not_running';
+
+/**
+ * The claim of a customer's newest open form wait on a channel, for the inbound message's
+ * statement (inbound/message.writes.ts): the CTEs `claim` (the execution's `id`,
+ * `workflow_id`, `waiting_key`; locked `for update`, so exactly one of a reply, the form
+ * opening and its timeout wins) and `cleared` (the wait closed). Arguments are SQL
+ * expressions of the caller's statement.
+ */
+export const claimOpenWaitCtes = (p: { organizationId: string; customerId: string; channel: string }) => `claim as (
+      select e.id, e.workflow_id, e.waiting_key from executions e
+       where e.organization_id = ${p.organizationId} and e.customer_id = ${p.customerId} and e.channel = ${p.channel}
+         and e.status = 'running' and e.waiting_node_id is not null
+       order by e.started_at desc limit 1 for update
+    ),
+    cleared as (update executions e set waiting_node_id = null, waiting_key = null from claim where e.id = claim.id)`;
 
 /**
  * Opens the wait `waitKey` (output `wait_for_input`). Idempotent for an activity retry:
@@ -289,10 +310,10 @@ function finishWrites(executionId: string, c: Completion): { sql: string; bindin
                   jsonb_build_object('workflow_id', workflow_id, 'execution_id', id, 'status', status, 'duration_ms', coalesce(duration_ms, 0),
                                      'customer_id', customer_id, 'channel', channel) as data
      ), events as (
-       insert into events (id, organization_id, type, data, created_at)
+       ${insertEventsSql(`
        select ?, organization_id, ?, data, completed_at from e
        union all
-       select ?, organization_id, ?, data || ?::jsonb, completed_at from e where ? = 'failed'
+       select ?, organization_id, ?, data || ?::jsonb, completed_at from e where ? = 'failed'`)}
      )`,
     bindings: [
       c.status,

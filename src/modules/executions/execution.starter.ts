@@ -6,21 +6,20 @@
  *    transaction; the workflow's `execution_count` follows at its commit (a deferred
  *    trigger, Migration20261128000100_deferred_counters).
  * 2. After the commit, `dispatchExecution` starts the Temporal workflow whose id is the
- *    execution id (reuse policy REJECT_DUPLICATE, conflict policy USE_EXISTING: a second
- *    start of the same id never creates a second run) and stamps `temporal_started_at`
- *    (inbound messages' starts in batches, `StartStamps`).
+ *    execution id and stamps `temporal_started_at` (inbound messages' starts in batches,
+ *    `StartStamps`), as the durable start kind `EXECUTION_START`
+ *    (starts/durable-start.ts: reuse policy REJECT_DUPLICATE, conflict policy USE_EXISTING,
+ *    so a second start of the same id never creates a second run).
  *
  * If the process dies between 1 and 2, or Temporal is unreachable, the row stays
- * unstamped and the worker's reconciler (`reconcileExecutions`) starts it later; the
+ * unstamped and the worker's reconciler (execution.reconciler.ts) starts it later; the
  * workflow-id policies make that start exactly once even when both race.
  */
 import { infraRetryMsOf } from '../../config';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { TypedSearchAttributes, type SearchAttributePair } from '@temporalio/common';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import type { SearchAttributePair } from '@temporalio/common';
 import { conflict, notFound } from '../../errors';
 import { failpoint } from '../../failpoints';
-import { boundedTemporalCall, RECONCILE_TEMPORAL_TIMEOUT_MS } from '../../temporal-calls';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
 import { recordEvent } from '../events/outbox';
@@ -38,6 +37,7 @@ import type { StartStamps } from './start-stamps';
 import { Customer } from '../customers/customer.entity';
 import { executionMetadata } from '../../temporal-metadata';
 import { transactionalRetrying } from '../../db/transaction';
+import { dispatchStart, type StartKind } from '../starts/durable-start';
 
 export interface StartExecutionRequest {
   organizationId: string;
@@ -81,6 +81,33 @@ export function workflowEventData(e: {
     channel: e.channel,
   };
 }
+
+/** An execution row as a JSON object (the table's column names), for `insertExecutionRowsSql`. */
+export interface ExecutionStartRow {
+  id: string;
+  organization_id: string;
+  workflow_id: string;
+  revision: number;
+  trigger_id: string | null;
+  customer_id: string;
+  channel: string;
+  status: 'running';
+  input: Record<string, unknown>;
+  message_id: string;
+  started_at: Date;
+}
+
+const START_COLUMNS = 'id, organization_id, workflow_id, revision, trigger_id, customer_id, channel, status, input, message_id, started_at';
+
+/**
+ * The INSERT of the executions an inbound message starts (inbound/message.writes.ts): the
+ * rows of the JSON array `rowsJson` (`ExecutionStartRow`s; a SQL expression), when `when`
+ * holds. Their Temporal starts follow the commit (`dispatchExecution`).
+ */
+export const insertExecutionRowsSql = (rowsJson: string, when: string) =>
+  `insert into executions (${START_COLUMNS})
+      select ${START_COLUMNS}
+        from jsonb_populate_recordset(null::executions, ${rowsJson}::jsonb) where ${when}`;
 
 /** What starting an execution needs of its workflow. */
 export type RunnableWorkflow = Pick<Workflow, 'id' | 'name' | 'status' | 'revision' | 'configuration'>;
@@ -142,85 +169,49 @@ export function executionWorkflowInput(
   };
 }
 
-/**
- * Starts the Temporal workflow of a committed execution and stamps the row: on `em` (the
- * reconciler's transaction), or in the next batch of `batchStamp` (inbound messages' starts).
- * Never throws for a Temporal outage (nor waits on one longer than TEMPORAL_CALL_TIMEOUT_MS):
- * the row stays unstamped and the reconciler retries it. Returns whether the start is confirmed.
- */
-export async function dispatchExecution(
-  services: Services,
-  pending: PendingExecution,
-  opts: { em?: EntityManager; timeoutMs?: number; batchStamp?: StartStamps } = {},
-): Promise<boolean> {
-  failpoint(services.config, 'execution.before_temporal_start');
-  const input: ExecutionWorkflowInput = { ...pending.workflowInput, infraRetryMs: infraRetryMsOf(services.config), version: EXECUTION_WORKFLOW_VERSION };
-  const pairs: SearchAttributePair[] = [
-    { key: SearchAttributeKeys.organizationId, value: input.organizationId },
-    { key: SearchAttributeKeys.workflowId, value: input.workflowId },
-    { key: SearchAttributeKeys.channel, value: input.channel },
-  ];
-  if (pending.triggerId) pairs.push({ key: SearchAttributeKeys.triggerId, value: pending.triggerId });
-  if (input.customerId) pairs.push({ key: SearchAttributeKeys.customerId, value: input.customerId });
-  const started = await boundedTemporalCall(
-    services,
-    () =>
-      services.temporal.client.workflow.start(EXECUTION_WORKFLOW_TYPE, {
-        taskQueue: services.config.TEMPORAL_TASK_QUEUE,
-        workflowId: executionWorkflowId(input.executionId),
-        args: [input],
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        typedSearchAttributes: new TypedSearchAttributes(pairs),
-        memo: { workflowName: input.workflowName, workflowId: input.workflowId, revision: input.revision },
-        ...executionMetadata(services.config, { ...input, customerExternalId: pending.customerExternalId, triggerId: pending.triggerId }),
-      }),
-    // Already started (by us earlier, or by a racing reconciler): that run is the one.
-    (err) => err instanceof WorkflowExecutionAlreadyStartedError,
-    opts.timeoutMs,
-  );
-  if (!started) return false;
-  if (opts.batchStamp) await opts.batchStamp.stamp(input.executionId);
-  else {
-    const em = opts.em ?? services.orm.em.fork();
-    await em.execute('update executions set temporal_started_at = now() where id = ? and temporal_started_at is null', [input.executionId]);
-  }
-  return true;
-}
-
-/** Records and commits the execution with its `workflow.started` event, then starts it on Temporal. */
-export async function startExecution(services: Services, req: StartExecutionRequest): Promise<{ executionId: string }> {
-  const pending = await transactionalRetrying(services.orm.em as EntityManager, (tx) => recordExecution(tx, req));
-  await dispatchExecution(services, pending);
-  return { executionId: pending.executionId };
+/** The row a reconciled start is rebuilt from (`EXECUTION_START.unstartedSql`). */
+interface UnstartedExecutionRow {
+  id: string;
+  organization_id: string;
+  workflow_id: string;
+  revision: number;
+  trigger_id: string | null;
+  customer_id: string | null;
+  customer_external_id: string | null;
+  channel: string;
+  input: Record<string, unknown>;
+  name: string;
+  configuration: { nodes: ExecutionNodeSpec[] };
 }
 
 /**
- * Starts every running execution whose Temporal start was never confirmed and that is
- * older than `graceMs`. Rows are claimed with SKIP LOCKED so several workers share the
- * work; the workflow-id policies keep a start exactly-once anyway. Returns how many it
- * confirmed.
+ * Executions as a durable start (starts/durable-start.ts): the workflow id is the execution
+ * id, and a second start while the run is open answers with that run (USE_EXISTING).
  */
-export async function reconcileExecutions(services: Services, opts: { graceMs: number; batch?: number }): Promise<number> {
-  const em = services.orm.em.fork() as EntityManager;
-  let confirmed = 0;
-  await em.transactional(async (tx) => {
-    const rows = await tx.execute<
-      Array<{
-        id: string;
-        organization_id: string;
-        workflow_id: string;
-        revision: number;
-        trigger_id: string | null;
-        customer_id: string | null;
-        customer_external_id: string | null;
-        channel: string;
-        input: Record<string, unknown>;
-        name: string;
-        configuration: { nodes: ExecutionNodeSpec[] };
-      }>
-    >(
-      `select e.id, e.organization_id, e.workflow_id, e.revision, e.trigger_id, e.customer_id, e.channel, e.input,
+export const EXECUTION_START: StartKind<PendingExecution> = {
+  table: 'executions',
+  workflowType: EXECUTION_WORKFLOW_TYPE,
+  workflowId: executionWorkflowId,
+  conflictPolicy: 'USE_EXISTING',
+  idOf: (pending) => pending.workflowInput.executionId,
+  beforeStart: (services) => failpoint(services.config, 'execution.before_temporal_start'),
+  options: (pending, services) => {
+    const input: ExecutionWorkflowInput = { ...pending.workflowInput, infraRetryMs: infraRetryMsOf(services.config), version: EXECUTION_WORKFLOW_VERSION };
+    const pairs: SearchAttributePair[] = [
+      { key: SearchAttributeKeys.organizationId, value: input.organizationId },
+      { key: SearchAttributeKeys.workflowId, value: input.workflowId },
+      { key: SearchAttributeKeys.channel, value: input.channel },
+    ];
+    if (pending.triggerId) pairs.push({ key: SearchAttributeKeys.triggerId, value: pending.triggerId });
+    if (input.customerId) pairs.push({ key: SearchAttributeKeys.customerId, value: input.customerId });
+    return {
+      args: [input],
+      searchAttributes: pairs,
+      memo: { workflowName: input.workflowName, workflowId: input.workflowId, revision: input.revision },
+      ...executionMetadata(services.config, { ...input, customerExternalId: pending.customerExternalId, triggerId: pending.triggerId }),
+    };
+  },
+  unstartedSql: `select e.id, e.organization_id, e.workflow_id, e.revision, e.trigger_id, e.customer_id, e.channel, e.input,
               w.name, r.configuration, c.external_id as customer_external_id
          from executions e
          join workflows w on w.id = e.workflow_id
@@ -231,28 +222,39 @@ export async function reconcileExecutions(services: Services, opts: { graceMs: n
         order by e.started_at
         limit ?
         for update of e skip locked`,
-      [opts.graceMs, opts.batch ?? 100],
-    );
-    for (const row of rows) {
-      const workflowInput = executionWorkflowInput(
-        {
-          id: row.id,
-          organizationId: row.organization_id,
-          workflowId: row.workflow_id,
-          revision: row.revision,
-          channel: row.channel,
-          customerId: row.customer_id,
-          input: row.input,
-        },
-        { name: row.name, nodes: row.configuration.nodes },
-      );
-      const ok = await dispatchExecution(
-        services,
-        { executionId: row.id, triggerId: row.trigger_id, customerExternalId: row.customer_external_id, workflowInput },
-        { em: tx as EntityManager, timeoutMs: RECONCILE_TEMPORAL_TIMEOUT_MS },
-      );
-      if (ok) confirmed++;
-    }
-  });
-  return confirmed;
+  fromRow: (row: UnstartedExecutionRow) => ({
+    executionId: row.id,
+    triggerId: row.trigger_id,
+    customerExternalId: row.customer_external_id,
+    workflowInput: executionWorkflowInput(
+      {
+        id: row.id,
+        organizationId: row.organization_id,
+        workflowId: row.workflow_id,
+        revision: row.revision,
+        channel: row.channel,
+        customerId: row.customer_id,
+        input: row.input,
+      },
+      { name: row.name, nodes: row.configuration.nodes },
+    ),
+  }),
+};
+
+/**
+ * Starts the Temporal workflow of a committed execution and stamps the row: in the next
+ * batch of `batchStamp` (inbound messages' starts), else at once (`dispatchStart`). Never
+ * throws for a Temporal outage: the row stays unstamped and the reconciler retries it.
+ * Returns whether the start is confirmed.
+ */
+export async function dispatchExecution(services: Services, pending: PendingExecution, opts: { batchStamp?: StartStamps } = {}): Promise<boolean> {
+  const batch = opts.batchStamp;
+  return await dispatchStart(services, EXECUTION_START, pending, batch ? { stamp: (id) => batch.stamp(id) } : {});
+}
+
+/** Records and commits the execution with its `workflow.started` event, then starts it on Temporal. */
+export async function startExecution(services: Services, req: StartExecutionRequest): Promise<{ executionId: string }> {
+  const pending = await transactionalRetrying(services.orm.em as EntityManager, (tx) => recordExecution(tx, req));
+  await dispatchExecution(services, pending);
+  return { executionId: pending.executionId };
 }

@@ -9,6 +9,7 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Services } from '../../services';
 import { customerReplySignal, executionWorkflowId } from '../../../temporal/executions.shared';
+import { markReplyDelivered } from '../conversations/conversation.writes';
 import { boundedTemporalCall, RECONCILE_TEMPORAL_TIMEOUT_MS } from '../../temporal-calls';
 
 /**
@@ -29,7 +30,7 @@ export async function deliverReply(
     timeoutMs,
   );
   if (!delivered) return false;
-  await services.orm.em.fork().getConnection().execute('update messages set delivered_at = now() where id = ? and delivered_at is null', [r.messageId]);
+  await markReplyDelivered(services.orm.em.fork(), r.messageId);
   return true;
 }
 

@@ -1,7 +1,7 @@
 /**
  * Owns data exports as organization-scoped records: creation (validate, record, then start
  * the Temporal workflow; one whose start fails is started by the worker's reconciler,
- * src/modules/jobs/job-starter.ts), reads and lists, downloads (a `FileHandle` the route
+ * src/modules/starts/durable-start.ts), reads and lists, downloads (a `FileHandle` the route
  * streams or redirects to), and the state changes the export workflow makes (total,
  * progress, completed, failed), each completion or failure committed with its `export.*` event.
  */
@@ -12,7 +12,8 @@ import { temporalUiLink } from '../../temporal-ui';
 import { exportWorkflowId } from '../../../temporal/reports.shared';
 import { estimatedCompletion, type FileHandle, type FileNaming, FileRecords } from '../files/file-records';
 import type { Page } from '../../http/pagination';
-import { dispatchJob, JOBS } from '../jobs/job-starter';
+import { dispatchStart as dispatchJob } from '../starts/durable-start';
+import { JOBS } from '../starts/job-starts';
 import { dateFilter } from '../metrics/execution-metrics';
 import { AnalyticsExport } from './export.entity';
 import type { ExportIn, ExportOut } from './export.schemas';

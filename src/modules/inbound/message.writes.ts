@@ -36,6 +36,12 @@
  * its unique index instead, which undoes the whole statement, with the same answer. So a
  * message with a provider id costs no read before its write.
  *
+ * The inbound module owns no table: each write of the statement is a fragment exported by
+ * the table's owner (customers: `insertInboundCustomerCte` / `countInboundCustomerCtes`;
+ * executions: `claimOpenWaitCtes`, `insertExecutionRowsSql`; triggers: `insertFiringRowsSql`;
+ * conversations: `insertInboundMessageSql`; events: `insertEventsSql`), composed here into
+ * the one statement (docs/architecture.md, "Table owners").
+ *
  * The rows and event payloads are built here with the same builders the other paths use
  * (`workflowEventData`, `executionWorkflowInput`, `firingEventData`, `firingMetadata`); the
  * customer's id is known before the statement (from memory, read, or generated for a new
@@ -45,9 +51,18 @@
 import type { HotPool } from '../../db/hot-query';
 import { hotQuery } from '../../db/hot-query';
 import { newId } from '../../ids';
-import { type EventInput, outboxEventRow } from '../events/outbox';
-import { executionWorkflowInput, type PendingExecution, workflowEventData } from '../executions/execution.starter';
-import { firingEventData, firingMetadata } from '../triggers/trigger-firing';
+import { insertInboundMessageSql } from '../conversations/conversation.writes';
+import { countInboundCustomerCtes, type InboundCustomerSql, insertInboundCustomerCte } from '../customers/customer.writes';
+import { EVENT_COLUMNS, insertEventsSql, outboxEventJson as eventRow } from '../events/outbox';
+import { claimOpenWaitCtes } from '../executions/execution.recorder';
+import {
+  type ExecutionStartRow,
+  executionWorkflowInput,
+  insertExecutionRowsSql,
+  type PendingExecution,
+  workflowEventData,
+} from '../executions/execution.starter';
+import { type FiringRow, firingEventData, firingMetadata, insertFiringRowsSql } from '../triggers/trigger-firing';
 import type { InboundMessage } from './inbound-message';
 import type { MessageTargets } from './message-targets';
 
@@ -64,11 +79,6 @@ export interface ClaimedWait {
   waiting_key: string | null;
 }
 
-const eventRow = (input: EventInput) => {
-  const e = outboxEventRow(input);
-  return { id: e.id, organization_id: e.organizationId, type: e.type, data: e.data, created_at: e.createdAt };
-};
-
 /**
  * The rows a message that is not a reply starts. One execution per workflow: the oldest
  * matching trigger gets the attribution (a firing with its `trigger.activated`), then the
@@ -77,8 +87,8 @@ const eventRow = (input: EventInput) => {
  */
 function planStarts(targets: MessageTargets, m: { organizationId: string; customerId: string; messageId: string; msg: InboundMessage; language: string | undefined; now: Date }) {
   const { organizationId, customerId, messageId, msg, language, now } = m;
-  const executions: object[] = [];
-  const firings: object[] = [];
+  const executions: ExecutionStartRow[] = [];
+  const firings: FiringRow[] = [];
   const events: object[] = [];
   const starts: PendingExecution[] = [];
   const start = (workflowId: string, triggerId: string | null, input: Record<string, unknown>) => {
@@ -127,9 +137,17 @@ function planStarts(targets: MessageTargets, m: { organizationId: string; custom
   return { executions, firings, events, starts };
 }
 
+/** The statement's customer, as its placeholders. */
+const CUSTOMER: InboundCustomerSql = { organizationId: '$1::text', channel: '$2::text', externalId: '$3::text', customerId: '$4::text', name: '$5::text' };
+
+/** Whether the message starts executions: its customer was written and it claimed no wait. */
+const STARTS = 'not exists (select 1 from claim) and exists (select 1 from cust)';
+
 /**
- * The write statement; `customer` is its customer CTE: insert (new customer) or count (known
- * one), skipped for a redelivery (`dup`), and every other write needs the customer's row.
+ * The write statement, composed of the tables' owners' fragments (customers, executions,
+ * triggers, conversations, events); `customer` is its customer CTE: insert (new customer) or
+ * count (known one), skipped for a redelivery (`dup`), and every other write needs the
+ * customer's row.
  */
 const write = (name: string, customer: string) => ({
   name,
@@ -137,66 +155,43 @@ const write = (name: string, customer: string) => ({
       select 1 from messages where organization_id = $1::text and channel = $2::text and provider_message_id = $14::text
     ),
     ${customer},
-    claim as (
-      select e.id, e.workflow_id, e.waiting_key from executions e
-       where e.organization_id = $1::text and e.customer_id = (select id from cust) and e.channel = $2::text
-         and e.status = 'running' and e.waiting_node_id is not null
-       order by e.started_at desc limit 1 for update
-    ),
-    cleared as (update executions e set waiting_node_id = null, waiting_key = null from claim where e.id = claim.id),
+    ${claimOpenWaitCtes({ organizationId: '$1::text', customerId: '(select id from cust)', channel: '$2::text' })},
     ex as (
-      insert into executions (id, organization_id, workflow_id, revision, trigger_id, customer_id, channel, status, input, message_id, started_at)
-      select id, organization_id, workflow_id, revision, trigger_id, customer_id, channel, status, input, message_id, started_at
-        from jsonb_populate_recordset(null::executions, $11::jsonb) where not exists (select 1 from claim) and exists (select 1 from cust)
+      ${insertExecutionRowsSql('$11', STARTS)}
     ),
     fired as (
-      insert into trigger_executions (id, organization_id, trigger_id, workflow_id, execution_id, customer_id, channel, status, input, metadata, triggered_at)
-      select id, organization_id, trigger_id, workflow_id, execution_id, customer_id, channel, status, input, metadata, triggered_at
-        from jsonb_populate_recordset(null::trigger_executions, $12::jsonb) where not exists (select 1 from claim) and exists (select 1 from cust)
+      ${insertFiringRowsSql('$12', STARTS)}
     ),
     msg as (
-      insert into messages (id, organization_id, customer_id, channel, direction, text, metadata, language, execution_id, reply_to_wait, provider_message_id, delivered_at)
-      select $6::text, $1::text, $4::text, $2::text, 'inbound', $7::text, $8::jsonb, $9::text, coalesce(claim.id, $10::text), claim.waiting_key, $14::text,
-             case when claim.id is null and $10::text is not null then now() end
-        from (select 1) one left join claim on true where exists (select 1 from cust)
+      ${insertInboundMessageSql(
+        {
+          id: '$6::text', organizationId: '$1::text', customerId: '$4::text', channel: '$2::text', text: '$7::text', metadata: '$8::jsonb',
+          language: '$9::text', executionId: 'coalesce(claim.id, $10::text)', replyToWait: 'claim.waiting_key', providerMessageId: '$14::text',
+          deliveredAt: 'case when claim.id is null and $10::text is not null then now() end',
+        },
+        'from (select 1) one left join claim on true where exists (select 1 from cust)',
+      )}
     ),
     ev as (
-      insert into events (id, organization_id, type, data, created_at)
-      select id, organization_id, type, data, created_at from jsonb_populate_recordset(null::events, $13::jsonb)
-       where not exists (select 1 from claim) and exists (select 1 from cust)
+      ${insertEventsSql(`
+      select ${EVENT_COLUMNS} from jsonb_populate_recordset(null::events, $13::jsonb)
+       where ${STARTS}
       union all
       select r.id, r.organization_id, r.type, case when claim.id is null then r.data else jsonb_set(r.data, '{execution_id}', to_jsonb(claim.id)) end, r.created_at
         from jsonb_populate_record(null::events, $15::jsonb) r left join claim on true where exists (select 1 from cust)
       union all
-      select id, organization_id, type, data, created_at from jsonb_populate_record(null::events, $16::jsonb) where (select created from cust)
+      select ${EVENT_COLUMNS} from jsonb_populate_record(null::events, $16::jsonb) where (select created from cust)
       union all
-      select id, organization_id, type, data, created_at from jsonb_populate_record(null::events, $17::jsonb)
-       where $17::jsonb is not null and not (select created from cust) and (select old_name from cust) is distinct from $5::text
+      select ${EVENT_COLUMNS} from jsonb_populate_record(null::events, $17::jsonb)
+       where $17::jsonb is not null and not (select created from cust) and (select old_name from cust) is distinct from $5::text`)}
     )
     select v.current, exists (select 1 from dup) as duplicate, exists (select 1 from cust) as written, claim.id, claim.workflow_id, claim.waiting_key
       from (select check_message_target_version($1::text, $18::bigint) as current) v left join claim on true`,
 });
 
-const WRITE_NEW_CUSTOMER = write(
-  'inbound-message-write-new-customer',
-  `cust as (
-     insert into customers (id, organization_id, channel, external_id, name, message_count, last_message_at)
-     select $4::text, $1::text, $2::text, $3::text, $5::text, 1, now() where not exists (select 1 from dup)
-     on conflict (organization_id, channel, external_id) do nothing
-     returning id, true as created, null::text as old_name
-   )`,
-);
-
-const WRITE_KNOWN_CUSTOMER = write(
-  'inbound-message-write-known-customer',
-  `old as (select name from customers where id = $4::text),
-   cust as (
-     update customers set message_count = message_count + 1, last_message_at = now(), name = coalesce($5::text, name),
-            updated_at = case when $5::text is not null and $5::text is distinct from name then now() else updated_at end
-      where id = $4::text and external_id = $3::text and not exists (select 1 from dup)
-      returning id, false as created, (select name from old) as old_name
-   )`,
-);
+const SKIP_REDELIVERY = 'exists (select 1 from dup)';
+const WRITE_NEW_CUSTOMER = write('inbound-message-write-new-customer', insertInboundCustomerCte(CUSTOMER, SKIP_REDELIVERY));
+const WRITE_KNOWN_CUSTOMER = write('inbound-message-write-known-customer', countInboundCustomerCtes(CUSTOMER, SKIP_REDELIVERY));
 
 export interface WrittenMessage {
   messageId: string;

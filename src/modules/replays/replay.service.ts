@@ -9,7 +9,8 @@ import { offsetOf, type Page } from '../../http/pagination';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
 import { recordEvent } from '../events/outbox';
-import { dispatchJob, JOBS } from '../jobs/job-starter';
+import { dispatchStart } from '../starts/durable-start';
+import { JOBS } from '../starts/job-starts';
 import { replayWorkflowId } from '../../../temporal/replays.shared';
 import { matchingExecutionsSql } from './replay.filter';
 import type { ReplayFilter } from './replay.schemas';
@@ -127,7 +128,7 @@ export class ReplayService {
         [id, organizationId, JSON.stringify(body.filter), body.rate_per_second, body.revision, n, cutoff, cutoff],
       );
     });
-    await dispatchJob(this.services, JOBS.replay, { id, organization_id: organizationId, rate_per_second: body.rate_per_second });
+    await dispatchStart(this.services, JOBS.replay, { id, organization_id: organizationId, rate_per_second: body.rate_per_second });
     return await this.detail(organizationId, id);
   }
 

@@ -1,7 +1,7 @@
 /**
  * Owns custom reports as organization-scoped records: creation (validate, record, then
  * start the Temporal workflow; one whose start fails is started by the worker's
- * reconciler, src/modules/jobs/job-starter.ts), reads and lists, downloads (a `FileHandle`
+ * reconciler, src/modules/starts/durable-start.ts), reads and lists, downloads (a `FileHandle`
  * the route streams or redirects to), and the state changes the report workflow makes
  * (completed, failed), each committed with its `report.*` event.
  */
@@ -12,7 +12,8 @@ import type { Services } from '../../services';
 import { temporalUiLink } from '../../temporal-ui';
 import { reportWorkflowId } from '../../../temporal/reports.shared';
 import { estimatedCompletion, type FileHandle, FileRecords } from '../files/file-records';
-import { dispatchJob, JOBS } from '../jobs/job-starter';
+import { dispatchStart as dispatchJob } from '../starts/durable-start';
+import { JOBS } from '../starts/job-starts';
 import { resolvePeriod } from '../metrics/execution-metrics';
 import { Report } from './report.entity';
 import { REPORT_CONTENT_TYPES } from './report.render';

@@ -10,7 +10,7 @@
  * `recordTriggerFiring(tx, req)` is that recording step on the caller's transaction;
  * `fireTrigger` wraps it in a transaction of its own. An inbound message writes its firings
  * in its own single statement (inbound/message.writes.ts) with this module's
- * `firingMetadata` and `firingEventData`.
+ * `insertFiringRowsSql`, `firingMetadata` and `firingEventData`.
  *
  * A firing that cannot start an execution (workflow not active) is recorded as a `failed`
  * trigger execution with its error; `fireTrigger` then throws that error.
@@ -221,6 +221,33 @@ function addFiring(
   });
   return te;
 }
+
+/** A message trigger's firing as a JSON object (the table's column names), for `insertFiringRowsSql`. */
+export interface FiringRow {
+  id: string;
+  organization_id: string;
+  trigger_id: string;
+  workflow_id: string;
+  execution_id: string;
+  customer_id: string;
+  channel: string;
+  status: 'running';
+  input: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  triggered_at: Date;
+}
+
+const FIRING_COLUMNS = 'id, organization_id, trigger_id, workflow_id, execution_id, customer_id, channel, status, input, metadata, triggered_at';
+
+/**
+ * The INSERT of the firings an inbound message records in its own statement
+ * (inbound/message.writes.ts): the rows of the JSON array `rowsJson` (`FiringRow`s; a SQL
+ * expression), when `when` holds.
+ */
+export const insertFiringRowsSql = (rowsJson: string, when: string) =>
+  `insert into trigger_executions (${FIRING_COLUMNS})
+      select ${FIRING_COLUMNS}
+        from jsonb_populate_recordset(null::trigger_executions, ${rowsJson}::jsonb) where ${when}`;
 
 /** A firing's `metadata`: the source's, with the firing time. */
 export function firingMetadata(metadata: Record<string, unknown> | undefined, now: Date): Record<string, unknown> {

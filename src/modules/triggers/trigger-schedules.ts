@@ -18,7 +18,7 @@ import type { Services } from '../../services';
 import { scheduledTriggerMetadata } from '../../temporal-metadata';
 import { SearchAttributeKeys } from '../../../temporal/shared';
 import {
-  SCHEDULED_TRIGGER_WORKFLOW,
+  SCHEDULED_TRIGGER_WORKFLOW_TYPE,
   scheduledTriggerWorkflowId,
   triggerScheduleId,
   type ScheduledTriggerInput,
@@ -52,7 +52,7 @@ function scheduleOptions(services: Services, { trigger, workflowName }: Schedule
     },
     action: {
       type: 'startWorkflow',
-      workflowType: SCHEDULED_TRIGGER_WORKFLOW,
+      workflowType: SCHEDULED_TRIGGER_WORKFLOW_TYPE,
       workflowId: scheduledTriggerWorkflowId(trigger.id),
       taskQueue: services.config.TEMPORAL_TASK_QUEUE,
       args,

@@ -20,6 +20,7 @@ import { hotQuery } from '../../db/hot-query';
 import type { Services } from '../../services';
 import { webhookDeliveryMetadata } from '../../temporal-metadata';
 import { SearchAttributeKeys } from '../../../temporal/shared';
+import { markEventsDispatched, purgeDispatchedEvents } from '../events/outbox';
 import { deliveryWorkflowId, WEBHOOK_DELIVERY_WORKFLOW_TYPE, newDeliveryStart, type NewDeliveryInput } from '../../../temporal/webhooks.shared';
 
 const PURGE_INTERVAL_MS = 3_600_000;
@@ -124,10 +125,7 @@ export class EventDispatcher {
         }
       }
       await mapLimit(starts, this.startConcurrency, ({ event, hook }) => this.startDelivery(event, hook));
-      await tx.execute(
-        `update events set dispatched_at = now() where id in (select jsonb_array_elements_text(?::jsonb))`,
-        [JSON.stringify(events.map((e) => e.id))],
-      );
+      await markEventsDispatched(tx, events.map((e) => e.id));
       return events.length;
     });
   }
@@ -206,13 +204,7 @@ export class EventDispatcher {
 
   /** Deletes dispatched events past EVENT_RETENTION_DAYS; returns how many. */
   async purgeDispatched(): Promise<number> {
-    const rows = await this.services.orm.em
-      .fork()
-      .getConnection()
-      .execute(`delete from events where dispatched_at < now() - (? * interval '1 day') returning id`, [
-        this.services.config.EVENT_RETENTION_DAYS,
-      ]);
-    return rows.length;
+    return await purgeDispatchedEvents(this.services.orm.em.fork(), this.services.config.EVENT_RETENTION_DAYS);
   }
 
   private async loop(): Promise<void> {

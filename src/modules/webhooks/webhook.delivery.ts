@@ -6,6 +6,7 @@
  */
 import { type HotPool, hotQuery } from '../../db/hot-query';
 import { newId } from '../../ids';
+import { insertEventsSql } from '../events/outbox';
 import { classifyAnswer, MAX_RESPONSE_BODY_BYTES, type WebhookSender } from './webhook.sender';
 
 /** `metadata.version`: the payload format. */
@@ -80,13 +81,13 @@ const INSERT_LOG = { name: 'webhook_attempt_log', text: `insert into webhook_log
  * The `webhook.disabled` outbox row of the webhooks a CTE named `disabled` switched off
  * (the dispatcher sends it to the organization's other webhooks that subscribe to it).
  */
-const disabledEvent = (eventIdParam: string) => `
-  insert into events (id, organization_id, type, data, created_at)
+const disabledEvent = (eventIdParam: string) =>
+  insertEventsSql(`
   select ${eventIdParam}, organization_id, 'webhook.disabled',
          jsonb_build_object('webhook_id', id, 'name', name, 'url', url, 'reason', disabled_reason,
                             'disabled_at', to_char(disabled_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')),
          disabled_at
-    from disabled`;
+    from disabled`);
 
 /**
  * A 410: the log row, the deactivation (`gone`) and its `webhook.disabled` event in one

@@ -1,0 +1,117 @@
+/**
+ * Owns starting Temporal work durably, the one dual write between PostgreSQL and Temporal
+ * that executions, exports, reports, replays and dry runs share:
+ *
+ * 1. the owner commits its row first (its status active, `temporal_started_at` null), never
+ *    starting the workflow inside the transaction: a Temporal outage delays the work
+ *    instead of refusing it;
+ * 2. after the commit, `dispatchStart` starts the workflow, whose id is derived from the
+ *    row's id, and stamps `temporal_started_at`;
+ * 3. if the process dies between 1 and 2, or Temporal is unreachable, the row stays
+ *    unstamped and the worker's reconciler (`reconcileStarts`, run for every kind by
+ *    executions/execution.reconciler.ts) starts it later.
+ *
+ * A second start of the same id (a racing reconciler, a retry after a crash) never makes a
+ * second run: the reuse policy is REJECT_DUPLICATE for every kind, and "already started" counts
+ * as confirmed. Each kind registers its table, workflow type, id scheme and conflict policy
+ * (`StartKind`); executions are registered by executions/execution.starter.ts, the other
+ * jobs by starts/job-starts.ts.
+ */
+import type { SearchAttributePair } from '@temporalio/common';
+import { TypedSearchAttributes } from '@temporalio/common';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import type { SqlRunner } from '../../db/hot-query';
+import type { Services } from '../../services';
+import { boundedTemporalCall, RECONCILE_TEMPORAL_TIMEOUT_MS } from '../../temporal-calls';
+import type { WorkflowMetadata } from '../../temporal-metadata';
+
+/** What a kind's start passes to Temporal besides its type, id, queue and policies. */
+export interface StartOptions extends WorkflowMetadata {
+  args: unknown[];
+  searchAttributes: SearchAttributePair[];
+  memo?: Record<string, unknown>;
+}
+
+/** One kind of durably started work; `S` is what one start needs. */
+export interface StartKind<S> {
+  /** The owner's table (its module writes the rows; this module stamps `temporal_started_at` on its behalf). */
+  table: 'executions' | 'exports' | 'reports' | 'replays' | 'dry_runs';
+  workflowType: string;
+  /** The workflow id scheme (docs/architecture.md, "Workflow ids"), from the row's id. */
+  workflowId: (id: string) => string;
+  /**
+   * A start of an id whose run is still open: USE_EXISTING answers with that run, FAIL
+   * refuses (counted as confirmed all the same). Either way there is one run.
+   */
+  conflictPolicy: 'USE_EXISTING' | 'FAIL';
+  /** The row id of a start. */
+  idOf: (start: S) => string;
+  options: (start: S, services: Services) => StartOptions;
+  /**
+   * The reconciler's claim: the rows committed active but never confirmed started, older
+   * than the grace (bindings: grace in ms, batch size), oldest first, locked `for update
+   * skip locked` so that several workers share the work.
+   */
+  unstartedSql: string;
+  /** A claimed row, as the start it stands for (the workflow's input is rebuilt from committed rows only). */
+  fromRow: (row: never, services: Services) => S;
+  /** Runs just before the Temporal call (the crash tests stop a process there). */
+  beforeStart?: (services: Services) => void;
+}
+
+/**
+ * Starts the workflow of a committed row and stamps it: on `em` (the reconciler's
+ * transaction, which holds the row locked), with `stamp` (a batch of stamps), or on a fresh
+ * connection. Never throws for a Temporal outage (nor waits on one longer than
+ * TEMPORAL_CALL_TIMEOUT_MS): the row stays unstamped and the reconciler starts it later.
+ * Returns whether the start is confirmed.
+ */
+export async function dispatchStart<S>(
+  services: Services,
+  kind: StartKind<S>,
+  start: S,
+  opts: { em?: SqlRunner; timeoutMs?: number; stamp?: (id: string) => Promise<void> } = {},
+): Promise<boolean> {
+  kind.beforeStart?.(services);
+  const id = kind.idOf(start);
+  const { args, searchAttributes, ...rest } = kind.options(start, services);
+  const started = await boundedTemporalCall(
+    services,
+    () =>
+      services.temporal.client.workflow.start(kind.workflowType, {
+        taskQueue: services.config.TEMPORAL_TASK_QUEUE,
+        workflowId: kind.workflowId(id),
+        args,
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        workflowIdConflictPolicy: kind.conflictPolicy,
+        typedSearchAttributes: new TypedSearchAttributes(searchAttributes),
+        ...rest,
+      }),
+    // Already started (by us earlier, or by a racing reconciler): that run is the one.
+    (err) => err instanceof WorkflowExecutionAlreadyStartedError,
+    opts.timeoutMs,
+  );
+  if (!started) return false;
+  if (opts.stamp) await opts.stamp(id);
+  else {
+    const em = opts.em ?? services.orm.em.fork();
+    await em.execute(`update ${kind.table} set temporal_started_at = now() where id = ? and temporal_started_at is null`, [id]);
+  }
+  return true;
+}
+
+/**
+ * Starts every row of `kind` committed active whose start was never confirmed and that is
+ * older than `graceMs` (so it does not race the API's own attempt). Returns how many
+ * starts it confirmed.
+ */
+export async function reconcileStarts<S>(services: Services, kind: StartKind<S>, opts: { graceMs: number; batch?: number }): Promise<number> {
+  let confirmed = 0;
+  await services.orm.em.fork().transactional(async (tx) => {
+    const rows = await tx.execute<never[]>(kind.unstartedSql, [opts.graceMs, opts.batch ?? 100]);
+    for (const row of rows) {
+      if (await dispatchStart(services, kind, kind.fromRow(row, services), { em: tx, timeoutMs: RECONCILE_TEMPORAL_TIMEOUT_MS })) confirmed++;
+    }
+  });
+  return confirmed;
+}
