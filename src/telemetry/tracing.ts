@@ -78,8 +78,10 @@ export function startTracing(): TracingPipeline {
         // S3 SDK's calls, and only inside a trace.
         requireParentforOutgoingSpans: true,
       }),
-      // Router spans only: a span per middleware (auth, rate limit, body, …) on every request is noise.
-      new KoaInstrumentation({ ignoreLayersType: ['middleware' as never] }),
+      // A span per Koa middleware (request context, OAuth, body and input guard, routing):
+      // where a request's time went before and around its handler. The route name comes
+      // from koa-route.ts, since our prefix router hides @koa/router from this instrumentation.
+      new KoaInstrumentation(),
       // Inside a trace only: the outbox dispatcher and the reconcilers poll many times a second.
       new PgInstrumentation({ requireParentSpan: true, enhancedDatabaseReporting: false }),
       // The command name only: keys and arguments can carry ids and limits' inputs.
