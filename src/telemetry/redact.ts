@@ -25,6 +25,13 @@ const MESSAGE_ATTRIBUTES = new Set(['exception.message', 'exception.stacktrace']
 /** OAuth's authorization code travels in a query string too. */
 const SECRET_QUERY_PARAM = (name: string) => SECRET_NAME.test(name) || name === 'code' || name === 'sig';
 
+/** `$$…$$` and `$tag$…$tag$` strings. */
+const DOLLAR_QUOTED = /\$([A-Za-z_]\w*)?\$[\s\S]*?\$\1\$/g;
+/** `'…'` and `E'…'` strings, with `''` and backslash escapes… */
+const QUOTED = /(?:\b[eE])?'(?:[^'\\]|''|\\[\s\S])*'/g;
+/** …or, in SQL, one left open, up to the end (a cut statement must not show its tail). */
+const QUOTED_OR_UNTERMINATED = /(?:\b[eE])?'(?:[^'\\]|''|\\[\s\S])*'?/g;
+
 /**
  * `sql` with every literal replaced by `?`: quoted strings (with '' and E'\'' escapes),
  * dollar-quoted strings and numbers. Identifiers, keywords and `$1` placeholders stay, so
@@ -32,14 +39,21 @@ const SECRET_QUERY_PARAM = (name: string) => SECRET_NAME.test(name) || name === 
  */
 export function sanitizeSql(sql: string): string {
   return sql
-    .replace(/\$([A-Za-z_]\w*)?\$[\s\S]*?\$\1\$/g, '?')
-    .replace(/(?:\b[eE])?'(?:[^'\\]|''|\\[\s\S])*'?/g, '?')
+    .replace(DOLLAR_QUOTED, '?')
+    .replace(QUOTED_OR_UNTERMINATED, '?')
     .replace(/(?<![\w$."])-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\b/g, '?');
 }
 
-/** An error message without SQL literals or a failing row's values. */
+/**
+ * An error message (or stack) without SQL string literals or a failing row's values.
+ * Numbers stay (a stack's line numbers, a status code), and so does an unpaired quote.
+ */
 export function sanitizeMessage(message: string): string {
-  return sanitizeSql(message.replace(/\n - (detail|hint): [\s\S]*$/, '')).replace(/Failing row contains \([\s\S]*?\)\.?/g, 'Failing row contains (…).');
+  return message
+    .replace(/\n - (detail|hint): [\s\S]*$/, '')
+    .replace(/Failing row contains \([\s\S]*?\)\.?/g, 'Failing row contains (…).')
+    .replace(DOLLAR_QUOTED, '?')
+    .replace(QUOTED, '?');
 }
 
 function sanitizeUrl(value: string): string {

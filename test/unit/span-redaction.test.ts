@@ -30,6 +30,8 @@ describe('sanitizeMessage', () => {
     const message = `insert into "webhooks" ("secret") values ('${SECRET}') - null value in column "url"\n - detail: Failing row contains (wh_1, ${SECRET}).`;
     expect(sanitizeMessage(message)).toBe('insert into "webhooks" ("secret") values (?) - null value in column "url"');
     expect(sanitizeMessage(`Failing row contains (wh_1, ${SECRET}).`)).toBe('Failing row contains (…).');
+    // A stack keeps its line numbers.
+    expect(sanitizeMessage(`Error: boom '${SECRET}'\n    at run (/app/src/x.ts:12:5)`)).toBe('Error: boom ?\n    at run (/app/src/x.ts:12:5)');
   });
 });
 
