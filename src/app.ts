@@ -50,6 +50,8 @@ import { channelHooksRouter, registerChannelHookDocs } from './modules/channels/
 import { registerWebhookEventDocs } from './modules/webhooks/webhook.events-doc';
 import type { Services } from './services';
 import { readinessChecks } from './readiness';
+import { tracingOn } from './telemetry/state';
+import { traceRoute } from './telemetry/koa-route';
 
 /** What the API serves with: the shared infrastructure and the modules' own state. */
 export type ApiServices = Services &
@@ -128,6 +130,8 @@ export function createApp(services: ApiServices) {
   // Only behind configured proxies: without them Koa ignores X-Forwarded-* and costs nothing.
   if (trust.kind !== 'none') app.use(forwardedByTrustedProxies(trust));
   // Four layers, each as cheap as it can be: every layer costs every request (docs/performance.md).
+  // With tracing on, the server span is named after the matched route (telemetry/koa-route.ts).
+  if (tracingOn()) app.use(traceRoute);
   app.use(requestContext(services.logger, services.metrics, services));
   // The OAuth server and its pages take form bodies and answer in OAuth's own shapes.
   app.use(oauthMiddleware(services));

@@ -14,6 +14,8 @@
  *   the schema/table/column/constraint names are kept.
  */
 import pino, { type DestinationStream, type Logger } from 'pino';
+import { traceLogFields } from './telemetry/log-fields';
+import { tracingOn } from './telemetry/state';
 
 const SECRET_FIELDS = [
   'secret',
@@ -129,6 +131,8 @@ export function createLogger(level: string, destination: DestinationStream = buf
     base: { service: 'workflow-automation' },
     formatters: { log: (object: Record<string, unknown>) => redactSecrets(object) as Record<string, unknown> },
     serializers: { err: serializeErrorRedacted, error: serializeErrorRedacted },
+    // trace_id / span_id on every line written inside a span; no mixin at all without tracing.
+    ...(tracingOn() ? { mixin: traceLogFields } : {}),
   };
   const logger = pino(options, destination);
   // pino applies no formatter to a child's bindings; every child (and its children, which

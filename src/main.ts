@@ -3,6 +3,9 @@
  * configuration, applies migrations, starts the API and/or the Temporal worker, and on
  * SIGINT/SIGTERM stops accepting work, drains what is in flight and exits.
  */
+// First: tracing (when OTEL_EXPORTER_OTLP_ENDPOINT is set) must patch koa, pg, ioredis and undici before they load.
+import './telemetry/preload';
+import { stopTracing } from './telemetry/state';
 import { createServer, type Server } from 'node:http';
 import { createApiServices, createApp, listen } from './app';
 import { ConfigError, loadConfig } from './config';
@@ -114,6 +117,7 @@ async function main() {
       stopReconciler?.(),
     ]);
     await closeServices(services);
+    await stopTracing();
     logger.info('stopped');
     process.exit(0);
   };

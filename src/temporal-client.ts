@@ -3,6 +3,7 @@
  * connect cannot hang forever, and the never-throwing reachability probe `/readyz` calls.
  */
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
+import { clientTracingOptions } from './telemetry/temporal';
 
 export interface TemporalClientOptions {
   address: string;
@@ -57,7 +58,7 @@ function connectionOptions(opts: TemporalClientOptions, retries: ReturnType<type
 }
 
 const wrap = (connection: Connection, namespace: string, retries: ReturnType<typeof closableRetries>): TemporalClient => ({
-  client: new Client({ connection, namespace }),
+  client: new Client({ connection, namespace, ...clientTracingOptions() }),
   connection,
   close: async () => {
     await retries.drain();

@@ -8,6 +8,7 @@ import { bundleWorkflowCode, DefaultLogger, type LogLevel, makeTelemetryFilterSt
 import type { Logger, WorkflowBundlePath, WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Duration } from '@temporalio/common';
 import type { Logger as PinoLogger } from 'pino';
+import { workerTracingOptions, workflowTracingModules } from '../src/telemetry/temporal';
 
 /** Bundled code in memory (`bundleWorkflows()`), or the path of a file holding it (TEMPORAL_WORKFLOW_BUNDLE_PATH). */
 export type WorkflowBundle = WorkflowBundleWithSourceMap | WorkflowBundlePath;
@@ -66,7 +67,8 @@ export const workflowsPath: string = require.resolve('./workflows');
  * or once per test file and hand the result to every `createWorker` call.
  */
 export async function bundleWorkflows(opts: { logger?: Logger } = {}): Promise<WorkflowBundleWithSourceMap> {
-  return await bundleWorkflowCode({ workflowsPath, ...(opts.logger ? { logger: opts.logger } : {}) });
+  // With tracing on, the bundle carries Temporal's OpenTelemetry workflow interceptors.
+  return await bundleWorkflowCode({ workflowsPath, workflowInterceptorModules: workflowTracingModules(), ...(opts.logger ? { logger: opts.logger } : {}) });
 }
 
 export async function createWorker(opts: CreateWorkerOptions): Promise<CreatedWorker> {
@@ -86,6 +88,8 @@ export async function createWorker(opts: CreateWorkerOptions): Promise<CreatedWo
       // server's backlog behind those 2 (docs/performance.md, "Poller autoscaling").
       workflowTaskPollerBehavior: { type: 'autoscaling' },
       activityTaskPollerBehavior: { type: 'autoscaling' },
+      // Temporal's OpenTelemetry interceptors and workflow span sink, when tracing is on.
+      ...workerTracingOptions(),
     });
     return { worker, connection, ownsConnection };
   } catch (err) {
