@@ -173,6 +173,11 @@ const envSchema = z.object({
    * src/db/migration-lock.ts). Off where a deploy step runs `npm run migrate` first.
    */
   MIGRATE_ON_START: bool.default(true),
+  /**
+   * How long an `Idempotency-Key` claim holds without renewal: a request renews it while it
+   * runs, so this is how soon a retry may run a request whose API died (src/http/idempotency.ts).
+   */
+  IDEMPOTENCY_LEASE_MS: z.coerce.number().int().min(300).max(600_000).default(10_000),
   /** Test-only crash points (comma-separated names): the process SIGKILLs itself there. */
   FAILPOINTS: z.string().default(''),
   ...rateLimitShape,
