@@ -178,6 +178,7 @@ export async function dispatchExecution(
     // Already started (by us earlier, or by a racing reconciler): that run is the one.
     (err) => err instanceof WorkflowExecutionAlreadyStartedError,
     opts.timeoutMs,
+    { execution_id: input.executionId },
   );
   if (!started) return false;
   if (opts.batchStamp) await opts.batchStamp.stamp(input.executionId);
