@@ -5,7 +5,9 @@
  * Through BOTH APIs, alternately, it sends inbound messages (each its own
  * `provider_message_id`), fires an api trigger and, on Temporal, triggers the ticks of a
  * schedule trigger; two webhooks are subscribed to every `workflow.completed` and
- * `trigger.activated`. Mid-load one API and one worker are SIGKILLed and restarted. Like
+ * `trigger.activated`. Mid-load one API and one worker are SIGKILLed and restarted; the
+ * restarted API dies once more at a failpoint after a message's commit (its
+ * `Idempotency-Key` claim cut off, which once blocked the key for 24 h). Like
  * a real client, it resends every request that got no 2xx with the SAME `Idempotency-Key`
  * (and provider message id), honouring 409 IDEMPOTENCY_KEY_IN_USE's Retry-After. Then,
  * from PostgreSQL, Temporal's visibility and the webhook receiver, it checks:
@@ -102,8 +104,8 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
   const node = (args: string[], extra: Record<string, string>) =>
     spawnProcess(process.execPath, ['--require', 'tsx/cjs', 'src/main.ts', ...args], { cwd: root, env: { ...env, ...extra } });
   const everyProcess: SpawnedProcess[] = [];
-  const startApi = async (i: number) => {
-    const p = node(['api'], { PORT: String(ports[i]) });
+  const startApi = async (i: number, extra: Record<string, string> = {}) => {
+    const p = node(['api'], { PORT: String(ports[i]), ...extra });
     everyProcess.push(p);
     await p.waitForLine(/API listening/, 180_000);
     return p;
@@ -200,6 +202,7 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     let lastTick = 0;
     const scheduleHandle = tclient.schedule.getHandle(triggerScheduleId(String(scheduled.id)));
     let restarted: Promise<void> | undefined;
+    let cutOffClaims = 0;
     for (let n = 1; n <= opts.messages; n++) {
       const pmid = `drill-${n}`;
       launch(
@@ -211,7 +214,8 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
         launch({ kind: 'fire', idempotencyKey: `fire-${fires}`, path: `/v1/triggers/${String(apiTrigger.id)}/fire`, body: { drill_fire: fires }, status: 0, inUse: 0 }, n + 1);
       }
       // Ticks at least 1.1 s apart: a scheduled run's id carries its time to the second.
-      if (n % tickEvery === 0 && ticks < opts.ticks && Date.now() - lastTick > 1100) {
+      if (n % tickEvery === 0 && ticks < opts.ticks) {
+        await sleep(lastTick + 1100 - Date.now());
         ticks++;
         lastTick = Date.now();
         await scheduleHandle.trigger(ScheduleOverlapPolicy.ALLOW_ALL).catch((err: unknown) => log(`schedule trigger failed: ${String(err)}`));
@@ -220,8 +224,25 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
         log(`SIGKILL API 0 and worker 0 mid-load (${inFlight.size} requests in flight), restarting them`);
         await Promise.all([apis[0]!.kill('SIGKILL'), workers[0]!.kill('SIGKILL')]);
         restarted = (async () => {
-          [apis[0], workers[0]] = await Promise.all([startApi(0), startWorker()]);
-          log('API 0 and worker 0 restarted');
+          // The restarted API dies once more, right after committing the first message it
+          // takes and before storing its Idempotency-Key answer: the claim a crash cuts off.
+          [apis[0], workers[0]] = await Promise.all([startApi(0, { FAILPOINTS: 'message.after_commit' }), startWorker()]);
+          log('API 0 and worker 0 restarted; API 0 dies after the commit of its first message');
+          const cutOff: Sent = {
+            kind: 'message',
+            idempotencyKey: 'drill-cut-off',
+            path: '/v1/messages',
+            body: { channel: 'whatsapp', customer_id: 'cust-cut-off', message: 'hello', provider_message_id: 'drill-cut-off' },
+            status: 0,
+            inUse: 0,
+          };
+          sent.push(cutOff);
+          await send(cutOff, 0);
+          await apis[0].waitForLine(/failpoint message.after_commit: SIGKILL/, 30_000);
+          await apis[0].exited;
+          cutOffClaims++;
+          apis[0] = await startApi(0);
+          log('API 0 restarted again');
         })();
       }
       await sleep(1000 / opts.rate);
@@ -242,7 +263,9 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     }
     figures.resent = unanswered.length;
     figures.in_use_answers = sent.reduce((a, s) => a + s.inUse, 0);
-    check(sent.every((s) => s.status >= 200 && s.status < 300), `every request accepted in the end (${sent.filter((s) => s.status >= 200 && s.status < 300).length}/${sent.length}; ${figures.in_use_answers} answers 409 IDEMPOTENCY_KEY_IN_USE while a dead API's claim held)`);
+    figures.claims_cut_off = cutOffClaims;
+    check(cutOffClaims === 1, `an API died between a message's commit and storing its Idempotency-Key answer (${cutOffClaims} time)`);
+    check(sent.every((s) => s.status >= 200 && s.status < 300), `every request accepted in the end, the cut-off claim's included (${sent.filter((s) => s.status >= 200 && s.status < 300).length}/${sent.length}; ${figures.in_use_answers} answers 409 IDEMPOTENCY_KEY_IN_USE while a dead API's claim held)`);
 
     // ---- Rate limit across both APIs ----
     const limitedFires = await Promise.all(
