@@ -203,6 +203,7 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     const scheduleHandle = tclient.schedule.getHandle(triggerScheduleId(String(scheduled.id)));
     let restarted: Promise<void> | undefined;
     let cutOffClaims = 0;
+    let restartFailure: string | undefined;
     for (let n = 1; n <= opts.messages; n++) {
       const pmid = `drill-${n}`;
       launch(
@@ -226,8 +227,11 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
         restarted = (async () => {
           // The restarted API dies once more, right after committing the first message it
           // takes and before storing its Idempotency-Key answer: the claim a crash cuts off.
-          [apis[0], workers[0]] = await Promise.all([startApi(0, { FAILPOINTS: 'message.after_commit' }), startWorker()]);
-          log('API 0 and worker 0 restarted; API 0 dies after the commit of its first message');
+          // Not waited for as "listening": a message of the load may kill it before that line.
+          const dying = node(['api'], { PORT: String(ports[0]), FAILPOINTS: 'message.after_commit' });
+          everyProcess.push(dying);
+          apis[0] = dying;
+          workers[0] = await startWorker();
           const cutOff: Sent = {
             kind: 'message',
             idempotencyKey: 'drill-cut-off',
@@ -237,18 +241,28 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
             inUse: 0,
           };
           sent.push(cutOff);
-          await send(cutOff, 0);
-          await apis[0].waitForLine(/failpoint message.after_commit: SIGKILL/, 30_000);
-          await apis[0].exited;
-          cutOffClaims++;
+          let exited = false;
+          void dying.exited.then(() => (exited = true));
+          // Until it takes a message (this one, or one of the load's): refused while it starts.
+          const deadline = Date.now() + 120_000;
+          while (!exited && Date.now() < deadline) {
+            if (cutOff.status === 0) await send(cutOff, 0);
+            await sleep(200);
+          }
+          // Only its failpoint SIGKILLs this process.
+          if ((await dying.exited).signal === 'SIGKILL') cutOffClaims++;
+          log('API 0 died at its failpoint after committing a message; worker 0 restarted');
           apis[0] = await startApi(0);
           log('API 0 restarted again');
-        })();
+        })().catch((err: unknown) => {
+          restartFailure = String(err);
+        });
       }
       await sleep(1000 / opts.rate);
     }
     await Promise.all(inFlight);
     await restarted;
+    if (restartFailure) throw new Error(`restarting API 0 and worker 0 failed: ${restartFailure}`);
     figures.ticks_triggered = ticks;
 
     // A client resends what got no 2xx, with the same key, until it is answered.
