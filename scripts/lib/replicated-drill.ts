@@ -216,10 +216,20 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
       }
       // Ticks at least 1.1 s apart: a scheduled run's id carries its time to the second.
       if (n % tickEvery === 0 && ticks < opts.ticks) {
-        await sleep(lastTick + 1100 - Date.now());
-        ticks++;
-        lastTick = Date.now();
-        await scheduleHandle.trigger(ScheduleOverlapPolicy.ALLOW_ALL).catch((err: unknown) => log(`schedule trigger failed: ${String(err)}`));
+        // A loaded Temporal may time the call out (whether it ticked then is counted below,
+        // from the runs): tried again, so the figure holds the ticks that were asked for.
+        for (let attempt = 1; attempt <= 3; attempt++) {
+          await sleep(lastTick + 1100 - Date.now());
+          lastTick = Date.now();
+          const ok = await scheduleHandle.trigger(ScheduleOverlapPolicy.ALLOW_ALL).then(
+            () => true,
+            (err: unknown) => (log(`schedule trigger failed (attempt ${attempt}): ${String(err)}`), false),
+          );
+          if (ok) {
+            ticks++;
+            break;
+          }
+        }
       }
       if (n === killAt) {
         log(`SIGKILL API 0 and worker 0 mid-load (${inFlight.size} requests in flight), restarting them`);
@@ -292,31 +302,23 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     check(accepted === opts.rateLimit && refused === opts.rateLimit, `rate limit exact across both APIs: ${accepted} of ${limitedFires.length} fires accepted, ${refused} refused 429 (limit ${opts.rateLimit}/h)`);
 
     // ---- Drain ----
-    const org = (await db.query<{ organization_id: string }>('select organization_id from workflows where id = $1', [greeter.id])).rows[0]!.organization_id;
-    await until(
-      'every execution to finish',
-      async () => (await db.query("select count(*)::int as n from executions where organization_id = $1 and status = 'running'", [org])).rows[0].n === 0,
-      opts.drainTimeoutMs,
-    ).catch(async (err: unknown) => {
-      log(`still running: ${JSON.stringify((await db.query("select id, temporal_started_at from executions where organization_id = $1 and status = 'running' limit 5", [org])).rows)}`);
-      throw err;
-    });
     // No more ticks (the cron's minute boundaries) from here, so every run can be counted.
     // The Temporal schedule, not the trigger: a run already started still fires an active trigger.
     await scheduleHandle.pause('replicated drill: counting the ticks');
-    await until(
-      'every schedule run to finish',
-      async () => {
-        for await (const wf of tclient.workflow.list({ query: `WorkflowType = '${SCHEDULED_TRIGGER_WORKFLOW}' AND WfaTriggerId = '${String(scheduled.id)}' AND ExecutionStatus = 'Running'` })) return !wf;
-        return true;
-      },
-      opts.drainTimeoutMs,
-    );
-    await until(
-      'every execution to finish',
-      async () => (await db.query("select count(*)::int as n from executions where organization_id = $1 and status = 'running'", [org])).rows[0].n === 0,
-      opts.drainTimeoutMs,
-    );
+    const workflowIds = async (query: string) => {
+      const ids: string[] = [];
+      for await (const wf of tclient.workflow.list({ query })) ids.push(wf.workflowId);
+      return ids;
+    };
+    const scheduledRuns = `WorkflowType = '${SCHEDULED_TRIGGER_WORKFLOW}' AND WfaTriggerId = '${String(scheduled.id)}'`;
+    await until('every schedule run to finish', async () => (await workflowIds(`${scheduledRuns} AND ExecutionStatus = 'Running'`)).length === 0, opts.drainTimeoutMs);
+    const org = (await db.query<{ organization_id: string }>('select organization_id from workflows where id = $1', [greeter.id])).rows[0]!.organization_id;
+    const running = async () => (await db.query("select id, temporal_started_at from executions where organization_id = $1 and status = 'running'", [org])).rows;
+    await until('every execution to finish', async () => (await running()).length === 0, opts.drainTimeoutMs).catch(async (err: unknown) => {
+      log(`still running: ${JSON.stringify((await running()).slice(0, 5))}`);
+      for (const [i, w] of workers.entries()) log(`worker ${i} tail:\n${w.lines.slice(-20).join('\n')}`);
+      throw err;
+    });
 
     // ---- Messages: exactly once ----
     const messages = sent.filter((s) => s.kind === 'message');
@@ -354,18 +356,13 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     log(`fires recorded twice (a resend after its API died between the commit and storing the answer): ${figures.fire_duplicates}`);
 
     // ---- Schedule ticks ----
-    const runs: string[] = [];
-    const runStatuses: string[] = [];
-    for await (const wf of tclient.workflow.list({ query: `WorkflowType = '${SCHEDULED_TRIGGER_WORKFLOW}' AND WfaTriggerId = '${String(scheduled.id)}'` })) {
-      runs.push(wf.workflowId);
-      runStatuses.push(wf.status.name);
-    }
+    const runs = await workflowIds(scheduledRuns);
     const tickRows = (await db.query<{ source_key: string | null; ok: boolean }>("select te.source_key, e.status = 'success' as ok from trigger_executions te left join executions e on e.id = te.execution_id where te.trigger_id = $1", [scheduled.id])).rows;
     const keys = tickRows.map((r) => r.source_key ?? '');
     figures.schedule_runs = runs.length;
     check(
       runs.length > 0 && new Set(runs).size === runs.length && keys.length === runs.length && new Set(keys).size === keys.length && runs.every((r) => keys.includes(r)) && tickRows.every((r) => r.ok),
-      `each schedule tick fired once: ${runs.length} scheduled runs (${ticks} triggered, the rest the cron's; ${[...new Set(runStatuses)].join(', ')}), ${keys.length} firings, ${new Set(keys).size} distinct, ${tickRows.filter((r) => r.ok).length} successful`,
+      `each schedule tick fired once: ${runs.length} scheduled runs (${ticks} triggered, the rest the cron's), ${keys.length} firings, ${new Set(keys).size} distinct, ${tickRows.filter((r) => r.ok).length} successful`,
     );
 
     // ---- Starts: no execution started twice ----
@@ -376,8 +373,8 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
       [org],
     )).rows;
     const runsPerExecution = new Map<string, number>();
-    for await (const wf of tclient.workflow.list({ query: `WorkflowType = '${EXECUTION_WORKFLOW_TYPE}' AND TaskQueue = '${env.TEMPORAL_TASK_QUEUE}'` })) {
-      runsPerExecution.set(wf.workflowId, (runsPerExecution.get(wf.workflowId) ?? 0) + 1);
+    for (const id of await workflowIds(`WorkflowType = '${EXECUTION_WORKFLOW_TYPE}' AND TaskQueue = '${env.TEMPORAL_TASK_QUEUE}'`)) {
+      runsPerExecution.set(id, (runsPerExecution.get(id) ?? 0) + 1);
     }
     const ours = executions.filter((e) => runsPerExecution.has(e.id));
     const twice = [...runsPerExecution.values()].filter((n) => n > 1).length;
