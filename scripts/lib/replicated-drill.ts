@@ -360,6 +360,11 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     const tickRows = (await db.query<{ source_key: string | null; ok: boolean }>("select te.source_key, e.status = 'success' as ok from trigger_executions te left join executions e on e.id = te.execution_id where te.trigger_id = $1", [scheduled.id])).rows;
     const keys = tickRows.map((r) => r.source_key ?? '');
     figures.schedule_runs = runs.length;
+    for (const run of runs.filter((r) => !keys.includes(r))) {
+      // What became of a tick without a firing (the activity's outcome says why).
+      const outcome = await tclient.workflow.getHandle(run).result().then((r) => JSON.stringify(r), (err: unknown) => String(err));
+      log(`scheduled run ${run} recorded no firing: ${outcome}`);
+    }
     check(
       runs.length > 0 && new Set(runs).size === runs.length && keys.length === runs.length && new Set(keys).size === keys.length && runs.every((r) => keys.includes(r)) && tickRows.every((r) => r.ok),
       `each schedule tick fired once: ${runs.length} scheduled runs (${ticks} triggered, the rest the cron's), ${keys.length} firings, ${new Set(keys).size} distinct, ${tickRows.filter((r) => r.ok).length} successful`,
