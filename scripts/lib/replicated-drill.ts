@@ -299,7 +299,13 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     );
     const accepted = limitedFires.filter((s) => s === 201).length;
     const refused = limitedFires.filter((s) => s === 429).length;
-    check(accepted === opts.rateLimit && refused === opts.rateLimit, `rate limit exact across both APIs: ${accepted} of ${limitedFires.length} fires accepted, ${refused} refused 429 (limit ${opts.rateLimit}/h)`);
+    // A loaded machine may answer a few 503s before the limiter is reached (authentication
+    // waits on a busy pool): those take no slot, so the limit still admits exactly `limit`.
+    const busy = limitedFires.filter((s) => s === 503).length;
+    check(
+      accepted === opts.rateLimit && refused + busy === opts.rateLimit,
+      `rate limit exact across both APIs: ${accepted} of ${limitedFires.length} fires accepted, ${refused} refused 429, ${busy} answered 503 (limit ${opts.rateLimit}/h)`,
+    );
 
     // ---- Drain ----
     // No more ticks (the cron's minute boundaries) from here, so every run can be counted.
