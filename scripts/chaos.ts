@@ -19,13 +19,19 @@
  *   The measured p50/p99/max of every phase are printed (see docs/outages.md).
  * Exits 1 if a check fails. Takes about 5 minutes on a loaded 2-core machine (start-up and
  * draining the backlog take most of it).
+ *
+ * `npm run chaos -- --replicas 2` runs the replicated drill instead: 2 APIs and 2 workers,
+ * one of each SIGKILLed mid-load (see `replicatedMain` below and scripts/lib/replicated-drill.ts).
  */
 import { execFileSync } from 'node:child_process';
-import { chownSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client as PgClient } from 'pg';
+import { DefaultLogger } from '@temporalio/worker';
 import { findOrInstallTemporalCli } from './lib/temporal-cli';
+import { runReplicatedDrill } from './lib/replicated-drill';
+import { bundleWorkflows } from '../temporal/worker';
 import { type DevServer, startTemporalDevServer } from './lib/temporal-dev-server';
 import { freePort, type SpawnedProcess, spawnProcess } from '../test/helpers/process';
 
@@ -369,7 +375,73 @@ async function main() {
   process.exit(failed ? 1 : 0);
 }
 
-main().catch((err: unknown) => {
+/**
+ * `--replicas 2`: the replicated drill (scripts/lib/replicated-drill.ts) on a private
+ * PostgreSQL (a fresh database: the four processes also race to migrate it), Redis and
+ * Temporal. Sizes: CHAOS_MESSAGES (default 300) at CHAOS_RATE per second, CHAOS_FIRES
+ * (60), CHAOS_TICKS (10), CHAOS_RATE_LIMIT (50).
+ */
+async function replicatedMain() {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'wfa-chaos-'));
+  const [pgPort, redisPort, temporalPort] = await Promise.all([freePort(), freePort(), freePort()]);
+  const stops: Array<() => Promise<unknown>> = [];
+  let failed = true;
+  try {
+    const data = await initPostgres(dir);
+    const pg = startPostgres(data, pgPort);
+    stops.push(() => pg.kill('SIGTERM'));
+    await until('PostgreSQL', () => pgAnswers(pgPort));
+    const redis = spawnProcess('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']);
+    stops.push(() => redis.kill('SIGTERM'));
+    const cli = await findOrInstallTemporalCli();
+    if (!cli) throw new Error('the Temporal CLI is needed (see scripts/install-temporal-cli.ts)');
+    const temporal = await startTemporalDevServer({ executable: cli, dbFile: path.join(dir, 'temporal.sqlite'), port: temporalPort, namespace: 'default' });
+    stops.push(() => temporal.stop());
+    log(`private PostgreSQL :${pgPort}, Redis :${redisPort}, Temporal :${temporalPort}`);
+    // One webpack build for the four workers (and the restarted one), instead of one each.
+    const bundlePath = path.join(dir, 'workflows.js');
+    writeFileSync(bundlePath, (await bundleWorkflows({ logger: new DefaultLogger('WARN') })).code);
+
+    const env = {
+      DATABASE_URL: `postgresql://postgres@127.0.0.1:${pgPort}/wfa_chaos`,
+      REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+      TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
+      TEMPORAL_TASK_QUEUE: 'chaos',
+      TEMPORAL_WORKFLOW_BUNDLE_PATH: bundlePath,
+    };
+    const report = await runReplicatedDrill({
+      env,
+      async createKey() {
+        const keyCli = spawnProcess(path.join(root, 'node_modules', '.bin', 'tsx'), ['scripts/cli.ts', 'api-keys', 'create', '--org', 'chaos', '--name', 'chaos', '--permission', 'admin'], { cwd: root, env });
+        if ((await keyCli.exited).code !== 0) throw new Error(`key creation failed:\n${keyCli.lines.join('\n')}`);
+        return keyCli.lines.filter((l) => l.trim() !== '').at(-1)!;
+      },
+      messages: Number(process.env.CHAOS_MESSAGES ?? 300),
+      rate: RATE,
+      fires: Number(process.env.CHAOS_FIRES ?? 60),
+      ticks: Number(process.env.CHAOS_TICKS ?? 10),
+      rateLimit: Number(process.env.CHAOS_RATE_LIMIT ?? 50),
+      drainTimeoutMs: 300_000,
+      log,
+    });
+    log(`figures: ${JSON.stringify(report.figures)}`);
+    failed = report.checks.some((c) => !c.ok);
+  } finally {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  }
+  log(failed ? 'FAILED' : 'all checks passed');
+  process.exit(failed ? 1 : 0);
+}
+
+const replicasArg = process.argv.indexOf('--replicas');
+const replicas = replicasArg >= 0 ? Number(process.argv[replicasArg + 1]) : 1;
+if (replicas !== 1 && replicas !== 2) {
+  process.stderr.write('--replicas takes 1 (the outage drill) or 2 (the replicated drill)\n');
+  process.exit(2);
+}
+
+(replicas === 2 ? replicatedMain() : main()).catch((err: unknown) => {
   process.stderr.write(`${(err as Error).stack}\n`);
   process.exit(1);
 });

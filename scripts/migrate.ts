@@ -1,6 +1,10 @@
-/** Creates the database if missing and applies the committed migrations. */
+/**
+ * Creates the database if missing and applies the committed migrations; several at once
+ * (replicas, a deploy Job) take turns (src/db/migration-lock.ts).
+ */
 import { loadConfig } from '../src/config';
-import { createOrm, ensureDatabase, migrate } from '../src/db/orm';
+import { migrateExclusively } from '../src/db/migration-lock';
+import { createOrm, ensureDatabase } from '../src/db/orm';
 import { entities } from '../src/entities';
 
 async function main() {
@@ -8,7 +12,7 @@ async function main() {
   await ensureDatabase(config.DATABASE_URL);
   const orm = await createOrm(entities, config.DATABASE_URL, 2);
   try {
-    await migrate(orm);
+    await migrateExclusively(orm, config.DATABASE_URL);
     process.stdout.write('Migrations applied.\n');
   } finally {
     await orm.close(true);

@@ -168,6 +168,16 @@ const envSchema = z.object({
    * when the workflow schemas load (formTimeoutMinSeconds), so it is set in the environment.
    */
   FORM_TIMEOUT_MIN_SECONDS: z.coerce.number().int().min(1).max(FORM_TIMEOUT_MIN_SECONDS).optional(),
+  /**
+   * Whether the API and the worker apply pending migrations at start (they take turns, see
+   * src/db/migration-lock.ts). Off where a deploy step runs `npm run migrate` first.
+   */
+  MIGRATE_ON_START: bool.default(true),
+  /**
+   * How long an `Idempotency-Key` claim holds without renewal: a request renews it while it
+   * runs, so this is how soon a retry may run a request whose API died (src/http/idempotency.ts).
+   */
+  IDEMPOTENCY_LEASE_MS: z.coerce.number().int().min(300).max(600_000).default(10_000),
   /** Test-only crash points (comma-separated names): the process SIGKILLs itself there. */
   FAILPOINTS: z.string().default(''),
   ...rateLimitShape,

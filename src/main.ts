@@ -1,6 +1,6 @@
 /**
  * Process entry point: `tsx src/main.ts [api|worker|all]` (default all). Loads the
- * configuration, applies migrations, starts the API and/or the Temporal worker, and on
+ * configuration, applies migrations (unless MIGRATE_ON_START=false), starts the API and/or the Temporal worker, and on
  * SIGINT/SIGTERM stops accepting work, drains what is in flight and exits.
  */
 // First: tracing (when OTEL_EXPORTER_OTLP_ENDPOINT is set) must patch koa, pg, ioredis and undici before they load.
@@ -9,7 +9,8 @@ import { stopTracing } from './telemetry/state';
 import { createServer, type Server } from 'node:http';
 import { createApiServices, createApp, listen } from './app';
 import { ConfigError, loadConfig } from './config';
-import { createOrm, ensureDatabase, migrate } from './db/orm';
+import { createOrm, ensureDatabase } from './db/orm';
+import { migrateExclusively } from './db/migration-lock';
 import { entities } from './entities';
 import { createLogger } from './logger';
 import { closeServices, createServices } from './services';
@@ -33,9 +34,9 @@ async function main() {
   // Before anything creates the SDK's Runtime: its logs (and webpack's) then come out as our JSON.
   if (role !== 'api') installTemporalRuntime(logger);
 
-  await ensureDatabase(config.DATABASE_URL);
+  if (config.MIGRATE_ON_START) await ensureDatabase(config.DATABASE_URL);
   const orm = await createOrm(entities, config.DATABASE_URL, config.DATABASE_POOL_MAX, config.DATABASE_ACQUIRE_TIMEOUT_MS);
-  await migrate(orm);
+  if (config.MIGRATE_ON_START) await migrateExclusively(orm, config.DATABASE_URL);
   const services = await createServices(config, { logger, orm });
 
   let server: Server | undefined;

@@ -122,7 +122,7 @@ export async function createServices(config: Config, overrides: { logger?: Logge
     temporal,
     rateLimiter: new RateLimiter(redis, config.REDIS_KEY_PREFIX, logger),
     limits: limitRulesFromConfig(config),
-    idempotency: new IdempotencyStore(orm),
+    idempotency: new IdempotencyStore(orm, config.IDEMPOTENCY_LEASE_MS),
     metrics: createMetrics(),
     dependencies: new DependencyMonitor(logger, {
       postgres: () => orm.em.getConnection().execute('select 1'),

@@ -25,6 +25,8 @@ export async function boundedTemporalCall(
   call: () => Promise<unknown>,
   accept: (err: unknown) => boolean = () => false,
   limitMs: number = services.config.TEMPORAL_CALL_TIMEOUT_MS,
+  /** Says what the call was for in its log lines (ids only, never secrets), e.g. `{ execution_id }`. */
+  context: Record<string, string> = {},
 ): Promise<boolean> {
   if (services.dependencies.isDown('temporal')) return false;
   // Aborted at the bound, so the client stops its own retries too (nothing outlives the request).
@@ -44,6 +46,8 @@ export async function boundedTemporalCall(
     const outcome = await Promise.race([attempt, timeout]);
     if (outcome === 'ok') return true;
     if (outcome === 'timeout') {
+      // Whether it happened is unknown here; the reconciler confirms it later (seconds), so say so now.
+      services.logger.warn({ ...context, timeout_ms: limitMs }, 'Temporal call cut off at its timeout; left to the reconciler');
       // Slow is not down (a loaded server answers late): only a failed probe marks it down.
       void isTemporalReachable(services.temporal.connection).then((up) => {
         if (!up) services.dependencies.reportDown('temporal', `no answer within ${limitMs} ms`);
@@ -51,7 +55,7 @@ export async function boundedTemporalCall(
     } else if (isInfrastructureError(outcome.err, services.endpoints)) {
       services.dependencies.reportDown('temporal', outcome.err);
     } else {
-      services.logger.warn({ err: outcome.err }, 'Temporal call failed; left to the reconciler');
+      services.logger.warn({ ...context, err: outcome.err }, 'Temporal call failed; left to the reconciler');
     }
     return false;
   } finally {

@@ -59,8 +59,9 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
     const found = await client.query('select 1 from pg_database where datname = $1', [name]);
     if (found.rowCount === 0) await client.query(`create database "${name}"`);
   } catch (err) {
-    // Two processes racing to create the same database: the loser sees duplicate_database.
-    if ((err as { code?: string }).code !== '42P04') throw err;
+    // Two processes racing to create the same database: the loser sees duplicate_database,
+    // or unique_violation on pg_database when both passed the check at the same moment.
+    if (!['42P04', '23505'].includes((err as { code?: string }).code ?? '')) throw err;
   } finally {
     await client.end();
   }

@@ -5,8 +5,15 @@
  * 409 IDEMPOTENCY_KEY_REUSED; a retry while the first is still running is 409
  * IDEMPOTENCY_KEY_IN_USE. Requests that fail validation or end in a 5xx or 429 store
  * nothing, so the client may retry them with the same key.
+ *
+ * The claim is a lease (`locked_until`), renewed while the request runs: an API that dies
+ * mid-request leaves a claim that expires within IDEMPOTENCY_LEASE_MS, and the client's
+ * retry (on any replica) then runs the request, instead of 409 for the whole day. The
+ * claim is committed before the work, not in its transaction: a crash after the work's
+ * commit and before the response is stored runs the retry again, which the routes whose
+ * retries matter absorb by their own keys (an inbound message's `provider_message_id`).
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Orm } from '../db/orm';
 import { AppError } from './errors';
 
@@ -18,14 +25,50 @@ export interface StoredResponse {
   body: unknown;
 }
 
-export type Claim = { kind: 'claimed' } | { kind: 'replay'; response: StoredResponse };
+export type Claim = { kind: 'claimed'; held: HeldClaim } | { kind: 'replay'; response: StoredResponse };
+
+/** How often a held claim's lease is renewed, as a share of the lease: two renewals may fail before it lapses. */
+const RENEWALS_PER_LEASE = 3;
 
 export function requestHash(method: string, path: string, body: unknown): string {
   return createHash('sha256').update(`${method} ${path}\n${JSON.stringify(body ?? null)}`).digest('hex');
 }
 
+/**
+ * A claim this request holds: its lease is renewed until the request stores its response
+ * (`complete`) or gives the key back (`release`). Both act only while the claim is still
+ * this request's (`claim_token`): one whose lease lapsed and was taken over stores nothing.
+ */
+export class HeldClaim {
+  private readonly renewal: NodeJS.Timeout;
+
+  constructor(
+    private readonly store: IdempotencyStore,
+    readonly organizationId: string,
+    readonly key: string,
+    readonly token: string,
+  ) {
+    this.renewal = setInterval(() => void store.renew(this).catch(() => undefined), store.leaseMs / RENEWALS_PER_LEASE);
+    this.renewal.unref();
+  }
+
+  async complete(response: StoredResponse): Promise<void> {
+    clearInterval(this.renewal);
+    await this.store.complete(this, response);
+  }
+
+  async release(): Promise<void> {
+    clearInterval(this.renewal);
+    await this.store.release(this);
+  }
+}
+
 export class IdempotencyStore {
-  constructor(private readonly orm: Orm) {}
+  constructor(
+    private readonly orm: Orm,
+    /** How long a claim lasts without renewal (IDEMPOTENCY_LEASE_MS). */
+    readonly leaseMs: number,
+  ) {}
 
   validateKey(key: string): void {
     if (key.length === 0 || key.length > MAX_KEY_LENGTH || !/^[\x21-\x7e]+$/.test(key)) {
@@ -37,16 +80,21 @@ export class IdempotencyStore {
 
   async claim(organizationId: string, key: string, hash: string): Promise<Claim> {
     const conn = this.orm.em.getConnection();
-    // An expired record is replaced in the same statement that claims the key.
+    const token = randomUUID();
+    // An expired record, or a claim whose lease lapsed (its API died before storing a
+    // response), is replaced in the same statement that claims the key.
     const claimed = await conn.execute(
-      `insert into idempotency_keys (organization_id, key, request_hash) values (?, ?, ?)
+      `insert into idempotency_keys (organization_id, key, request_hash, claim_token, locked_until)
+       values (?, ?, ?, ?, now() + ? * interval '1 millisecond')
        on conflict (organization_id, key) do update
-         set request_hash = excluded.request_hash, status_code = null, response_body = null, created_at = now()
+         set request_hash = excluded.request_hash, status_code = null, response_body = null, created_at = now(),
+             claim_token = excluded.claim_token, locked_until = excluded.locked_until
          where idempotency_keys.created_at < now() - interval '${IDEMPOTENCY_TTL_HOURS} hours'
+            or (idempotency_keys.status_code is null and idempotency_keys.locked_until < now())
        returning key`,
-      [organizationId, key, hash],
+      [organizationId, key, hash, token, this.leaseMs],
     );
-    if (claimed.length > 0) return { kind: 'claimed' };
+    if (claimed.length > 0) return { kind: 'claimed', held: new HeldClaim(this, organizationId, key, token) };
 
     const [row] = await conn.execute<Array<{ request_hash: string; status_code: number | null; response_body: unknown }>>(
       'select request_hash, status_code, response_body from idempotency_keys where organization_id = ? and key = ?',
@@ -68,21 +116,36 @@ export class IdempotencyStore {
     return { kind: 'replay', response: { status: row.status_code, body: row.response_body } };
   }
 
-  async complete(organizationId: string, key: string, response: StoredResponse): Promise<void> {
+  async renew(claim: HeldClaim): Promise<void> {
     await this.orm.em
       .getConnection()
-      .execute('update idempotency_keys set status_code = ?, response_body = ?::jsonb where organization_id = ? and key = ?', [
+      .execute(
+        `update idempotency_keys set locked_until = now() + ? * interval '1 millisecond'
+          where organization_id = ? and key = ? and claim_token = ? and status_code is null`,
+        [this.leaseMs, claim.organizationId, claim.key, claim.token],
+      );
+  }
+
+  async complete(claim: HeldClaim, response: StoredResponse): Promise<void> {
+    await this.orm.em
+      .getConnection()
+      .execute('update idempotency_keys set status_code = ?, response_body = ?::jsonb where organization_id = ? and key = ? and claim_token = ?', [
         response.status,
         JSON.stringify(response.body ?? null),
-        organizationId,
-        key,
+        claim.organizationId,
+        claim.key,
+        claim.token,
       ]);
   }
 
-  async release(organizationId: string, key: string): Promise<void> {
+  async release(claim: HeldClaim): Promise<void> {
     await this.orm.em
       .getConnection()
-      .execute('delete from idempotency_keys where organization_id = ? and key = ? and status_code is null', [organizationId, key]);
+      .execute('delete from idempotency_keys where organization_id = ? and key = ? and claim_token = ? and status_code is null', [
+        claim.organizationId,
+        claim.key,
+        claim.token,
+      ]);
   }
 
   /** Deletes records past their 24 h; called periodically by the API process. */

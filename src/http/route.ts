@@ -187,14 +187,14 @@ async function handle(ctx: Context, route: AnyRoute, services: RouteServices): P
   }
   try {
     const [status, result] = statusAndBody(route, await route.handler({ params, query, body, credential, ctx, prefetched }));
-    await store.complete(credential.organizationId, idempotencyKey, { status, body: result instanceof JsonText ? JSON.parse(result.text) : (result ?? null) });
+    await claim.held.complete({ status, body: result instanceof JsonText ? JSON.parse(result.text) : (result ?? null) });
     if (result !== undefined) respond(ctx, status, result);
   } catch (err) {
     const httpError = toHttpError(err);
     if (httpError && shouldStore(httpError.status)) {
-      await store.complete(credential.organizationId, idempotencyKey, { status: httpError.status, body: { error: httpError.toBody() } });
+      await claim.held.complete({ status: httpError.status, body: { error: httpError.toBody() } });
     } else {
-      await store.release(credential.organizationId, idempotencyKey);
+      await claim.held.release();
     }
     throw err;
   }

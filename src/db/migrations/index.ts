@@ -30,6 +30,7 @@ import { Migration20261202000200_webhook_disabling } from './Migration2026120200
 import { Migration20261202000300_execution_resets } from './Migration20261202000300_execution_resets';
 import { Migration20261204000100_rollup_functions } from './Migration20261204000100_rollup_functions';
 import { Migration20261207000100_channels } from './Migration20261207000100_channels';
+import { Migration20261208000100_idempotency_leases } from './Migration20261208000100_idempotency_leases';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -60,4 +61,5 @@ export const migrationsList = [
   { name: 'Migration20261202000300_execution_resets', class: Migration20261202000300_execution_resets },
   { name: 'Migration20261204000100_rollup_functions', class: Migration20261204000100_rollup_functions },
   { name: 'Migration20261207000100_channels', class: Migration20261207000100_channels },
+  { name: 'Migration20261208000100_idempotency_leases', class: Migration20261208000100_idempotency_leases },
 ];

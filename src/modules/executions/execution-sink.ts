@@ -83,7 +83,8 @@ export interface ExecutionSink {
 function finalCompletion(ctx: ExecutionContext, completion: RunCompletion): Completion {
   const { status } = completion;
   if (status === 'waiting_for_input') throw new Error(`execution ${ctx.executionId}: waiting_for_input is not a final status`);
-  return { ...completion, status };
+  // Only a run finishes through this sink: that proves its start (see Completion.byRun).
+  return { ...completion, status, byRun: true };
 }
 
 /** Real delivery and the real records: what every execution of a customer's conversation uses. */

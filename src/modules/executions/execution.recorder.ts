@@ -280,6 +280,12 @@ export interface Completion {
   output: Record<string, unknown> | null;
   errorType?: ErrorType;
   errorMessage?: string;
+  /**
+   * Finished by its Temporal run, which proves the run was started: an unconfirmed start
+   * (the API's start cut off at its timeout, a batched stamp lost with its process) is
+   * stamped here, as the reconciler would have, since it only looks at running executions.
+   */
+  byRun?: boolean;
 }
 
 /**
@@ -304,6 +310,7 @@ function finishWrites(executionId: string, c: Completion): { sql: string; bindin
        update executions
           set status = ?, output = ?::jsonb, error_type = ?, error_message = ?, waiting_node_id = null, waiting_key = null,
               completed_at = clock_timestamp(),
+              temporal_started_at = case when ? then coalesce(temporal_started_at, clock_timestamp()) else temporal_started_at end,
               duration_ms = greatest(0, round(extract(epoch from (clock_timestamp() - started_at)) * 1000))::int
         where id = ? and status = 'running'
         returning id, organization_id, completed_at,
@@ -320,6 +327,7 @@ function finishWrites(executionId: string, c: Completion): { sql: string; bindin
       c.output === null ? null : JSON.stringify(c.output),
       c.errorType ?? null,
       c.errorMessage?.slice(0, 2000) ?? null,
+      c.byRun === true,
       executionId,
       newId('event'),
       'workflow.completed' satisfies EventType,

@@ -90,6 +90,8 @@ export async function dispatchStart<S>(
     // Already started (by us earlier, or by a racing reconciler): that run is the one.
     (err) => err instanceof WorkflowExecutionAlreadyStartedError,
     opts.timeoutMs,
+    // Names the row in the log line of a cut-off start, e.g. `execution_id` (ids only).
+    { [`${kind.table.replace(/s$/, '')}_id`]: id },
   );
   if (!started) return false;
   if (opts.stamp) await opts.stamp(id);
