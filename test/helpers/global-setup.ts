@@ -12,12 +12,12 @@ import path from 'node:path';
 import { Client as PgClient } from 'pg';
 import Redis from 'ioredis';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { findOrInstallTemporalCli } from '../../scripts/lib/temporal-cli';
 import { ONE_PARTITION_ARGS } from '../../scripts/lib/temporal-dev-server';
 import { ensureSearchAttributes } from '../../src/temporal-search-attributes';
 import { SEARCH_ATTRIBUTES } from '../../temporal/shared';
-import { bundleWorkflows } from '../../temporal/worker';
+import { workflowsPath } from '../../temporal/worker';
 import { createOrm, dropDatabase, ensureDatabase, migrate } from '../../src/db/orm';
 import { entities } from '../../src/entities';
 
@@ -91,12 +91,17 @@ async function startTemporal(): Promise<string> {
  * Bundles temporal/workflows with webpack and writes the bundle to a file: every test
  * worker (test/helpers/temporal.ts) and every spawned `src/main.ts worker` loads it through
  * TEMPORAL_WORKFLOW_BUNDLE_PATH instead of running webpack again. Always built fresh, from
- * the code under test.
+ * the code under test, plus one test-only interceptor that shortens the heartbeat timeouts
+ * crash tests wait through (test-heartbeat-timeouts.ts).
  */
 async function bundleWorkflowsOnce(): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'wfa-workflow-bundle-'));
   globalThis.__WORKFLOW_BUNDLE_DIR__ = dir;
-  const { code } = await bundleWorkflows({ logger: new DefaultLogger('WARN') });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath,
+    workflowInterceptorModules: [path.join(__dirname, 'test-heartbeat-timeouts.ts')],
+    logger: new DefaultLogger('WARN'),
+  });
   const file = path.join(dir, 'workflows.js');
   await writeFile(file, code);
   return file;
