@@ -91,15 +91,15 @@ async function startTemporal(): Promise<string> {
  * Bundles temporal/workflows with webpack and writes the bundle to a file: every test
  * worker (test/helpers/temporal.ts) and every spawned `src/main.ts worker` loads it through
  * TEMPORAL_WORKFLOW_BUNDLE_PATH instead of running webpack again. Always built fresh, from
- * the code under test, plus one test-only interceptor that shortens the heartbeat timeouts
- * crash tests wait through (test-heartbeat-timeouts.ts).
+ * the code under test, plus one test-only interceptor that shortens the Temporal waits the
+ * tests sit through (test-workflow-timings.ts).
  */
 async function bundleWorkflowsOnce(): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'wfa-workflow-bundle-'));
   globalThis.__WORKFLOW_BUNDLE_DIR__ = dir;
   const { code } = await bundleWorkflowCode({
     workflowsPath,
-    workflowInterceptorModules: [path.join(__dirname, 'test-heartbeat-timeouts.ts')],
+    workflowInterceptorModules: [path.join(__dirname, 'test-workflow-timings.ts')],
     logger: new DefaultLogger('WARN'),
   });
   const file = path.join(dir, 'workflows.js');
