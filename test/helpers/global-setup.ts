@@ -1,7 +1,8 @@
 /**
  * Owns what the whole jest run shares: checks that PostgreSQL and Redis are up, starts ONE
  * Temporal dev server for every test file, bundles the workflow code ONCE into a temporary
- * file, and hands the server's address, the bundle's path and a per-run id to the jest
+ * file, compiles the service once for the processes tests spawn (service-build.ts), and
+ * hands the server's address, the bundle's and build's paths and a per-run id to the jest
  * workers through process.env (workers, and the processes they spawn, inherit the env set
  * here). A server or a webpack run per file (or per spawned worker) would cost seconds each.
  */
@@ -20,6 +21,7 @@ import { SEARCH_ATTRIBUTES } from '../../temporal/shared';
 import { workflowsPath } from '../../temporal/worker';
 import { createOrm, dropDatabase, ensureDatabase, migrate } from '../../src/db/orm';
 import { entities } from '../../src/entities';
+import { buildServiceCode } from './service-build';
 
 declare global {
   // Read by global-teardown.ts: jest runs both in the same process.
@@ -28,6 +30,8 @@ declare global {
   var __WORKFLOW_BUNDLE_DIR__: string | undefined;
   // The URL of the run's migrated template database; dropped by global-teardown.ts.
   var __TEMPLATE_DATABASE_URL__: string | undefined;
+  // The run's compiled copy of the service (service-build.ts); removed by global-teardown.ts.
+  var __SERVICE_BUILD_DIR__: string | undefined;
 }
 
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
@@ -134,7 +138,14 @@ export default async function globalSetup(): Promise<void> {
   process.env.TEST_RUN_ID ??= randomBytes(3).toString('hex');
   // Stored secrets are sealed with it (src/secrets.ts); every app and worker of the run shares it.
   process.env.SECRETS_ENCRYPTION_KEY ??= randomBytes(32).toString('base64');
-  const [address, bundlePath, templateUrl] = await Promise.all([startTemporal(), bundleWorkflowsOnce(), migrateTemplateDatabase(process.env.TEST_RUN_ID)]);
+  const [address, bundlePath, templateUrl, serviceBuildDir] = await Promise.all([
+    startTemporal(),
+    bundleWorkflowsOnce(),
+    migrateTemplateDatabase(process.env.TEST_RUN_ID),
+    buildServiceCode(process.env.TEST_RUN_ID),
+  ]);
+  globalThis.__SERVICE_BUILD_DIR__ = serviceBuildDir;
+  process.env.TEST_SERVICE_BUILD_DIR = serviceBuildDir;
   process.env.TEST_TEMPORAL_ADDRESS = address;
   process.env.TEMPORAL_WORKFLOW_BUNDLE_PATH = bundlePath;
   process.env.TEST_TEMPLATE_DATABASE_URL = templateUrl;

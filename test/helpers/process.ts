@@ -193,11 +193,20 @@ export function serviceEnv(t: TestApp, extra: Record<string, string | undefined>
 }
 
 /**
- * Runs `src/main.ts <role>` the way `npm start` does (node with tsx's loader, no tsx CLI
- * wrapper relaying signals), configured like the test app `t` plus `extra`.
+ * Runs `src/main.ts <role>` as a process of its own, configured like the test app `t` plus
+ * `extra`: from the run's compiled copy of the service (service-build.ts, plain node), or
+ * with `{ viaTsx: true }` (or outside jest's global setup) the way `npm start` does: node
+ * with tsx's loader, no tsx CLI wrapper relaying signals.
  */
-export function spawnService(role: 'api' | 'worker' | 'all', t: TestApp, extra: Record<string, string | undefined> = {}): SpawnedProcess {
-  return spawnProcess(process.execPath, ['--require', 'tsx/cjs', 'src/main.ts', role], {
+export function spawnService(
+  role: 'api' | 'worker' | 'all',
+  t: TestApp,
+  extra: Record<string, string | undefined> = {},
+  opts: { viaTsx?: boolean } = {},
+): SpawnedProcess {
+  const build = process.env.TEST_SERVICE_BUILD_DIR;
+  const entry = build && !opts.viaTsx ? [path.join(build, 'src', 'main.js')] : ['--require', 'tsx/cjs', 'src/main.ts'];
+  return spawnProcess(process.execPath, [...entry, role], {
     cwd: path.resolve(__dirname, '..', '..'),
     env: serviceEnv(t, extra),
   });
