@@ -17,6 +17,9 @@ module.exports = {
   transformIgnorePatterns: [`/node_modules/(?!(${ESM_ONLY.join('|')})/)`],
   globalSetup: '<rootDir>/test/helpers/global-setup.ts',
   globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
-  maxWorkers: 2,
+  // Three test files at a time on two cores: the slowest files (crash tests, outages, exports)
+  // mostly wait on spawned processes and Temporal, their jest process using a third of a
+  // core or less, so a third file overlaps those waits (README, "Tests").
+  maxWorkers: 3,
   testTimeout: 60000,
 };

@@ -71,6 +71,13 @@ const envSchema = z.object({
    */
   TEMPORAL_WORKFLOW_BUNDLE_PATH: z.string().min(1).optional(),
   /**
+   * Test-only: how long a workflow task waits on a worker's sticky queue before Temporal
+   * hands it to any worker (the SDK's default, 10 s, when unset). A SIGKILLed worker's
+   * workflows wait that long for their next task; crash tests lower it. Refused when
+   * NODE_ENV=production.
+   */
+  TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(100).max(10_000).optional(),
+  /**
    * Longest a request waits on a Temporal start or signal; the execution is committed
    * first, so a slower (or unreachable) Temporal leaves the start to the reconciler.
    */
@@ -203,6 +210,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (c.FILE_STORAGE === 's3' && !c.S3_BUCKET) throw new ConfigError('Invalid configuration:\n  S3_BUCKET: required when FILE_STORAGE=s3');
   if (c.NODE_ENV === 'production' && c.FORM_TIMEOUT_MIN_SECONDS !== undefined) {
     throw new ConfigError('Invalid configuration:\n  FORM_TIMEOUT_MIN_SECONDS: a test-only setting, refused when NODE_ENV=production');
+  }
+  if (c.NODE_ENV === 'production' && c.TEMPORAL_STICKY_QUEUE_TIMEOUT_MS !== undefined) {
+    throw new ConfigError('Invalid configuration:\n  TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: a test-only setting, refused when NODE_ENV=production');
   }
   if (c.NODE_ENV === 'production' && !c.SECRETS_ENCRYPTION_KEY) {
     throw new ConfigError('Invalid configuration:\n  SECRETS_ENCRYPTION_KEY: required when NODE_ENV=production (32 bytes, base64 or hex)');

@@ -87,6 +87,7 @@ async function main() {
         taskQueue: config.TEMPORAL_TASK_QUEUE,
         activities: createActivities({ services }),
         ...(config.TEMPORAL_WORKFLOW_BUNDLE_PATH ? { workflowBundle: { codePath: config.TEMPORAL_WORKFLOW_BUNDLE_PATH } } : {}),
+        ...(config.TEMPORAL_STICKY_QUEUE_TIMEOUT_MS !== undefined ? { stickyQueueScheduleToStartTimeout: config.TEMPORAL_STICKY_QUEUE_TIMEOUT_MS } : {}),
       }),
     );
     // Report and export files past REPORT_RETENTION_DAYS are deleted hourly (see file-expiry.ts).

@@ -29,6 +29,8 @@ export interface CreateWorkerOptions {
   connection?: NativeConnection;
   /** How long in-flight activities may keep running after shutdown starts. */
   shutdownGraceTime?: Duration;
+  /** The SDK's sticky-queue schedule-to-start timeout (default 10 s); tests lower it (TEMPORAL_STICKY_QUEUE_TIMEOUT_MS). */
+  stickyQueueScheduleToStartTimeout?: Duration;
 }
 
 export interface CreatedWorker {
@@ -82,6 +84,7 @@ export async function createWorker(opts: CreateWorkerOptions): Promise<CreatedWo
       activities: opts.activities,
       ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath }),
       shutdownGraceTime: opts.shutdownGraceTime ?? '30 seconds',
+      ...(opts.stickyQueueScheduleToStartTimeout !== undefined ? { stickyQueueScheduleToStartTimeout: opts.stickyQueueScheduleToStartTimeout } : {}),
       // Polls scale with the server's feedback (1–100, from 5). The fixed default was 10
       // workflow-task polls of which only 2 served the normal queue, where every workflow's
       // first task arrives: a burst of webhook deliveries (one task each) queued in the

@@ -1,7 +1,8 @@
 /**
  * Owns what the whole jest run shares: checks that PostgreSQL and Redis are up, starts ONE
  * Temporal dev server for every test file, bundles the workflow code ONCE into a temporary
- * file, and hands the server's address, the bundle's path and a per-run id to the jest
+ * file, compiles the service once for the processes tests spawn (service-build.ts), and
+ * hands the server's address, the bundle's and build's paths and a per-run id to the jest
  * workers through process.env (workers, and the processes they spawn, inherit the env set
  * here). A server or a webpack run per file (or per spawned worker) would cost seconds each.
  */
@@ -12,14 +13,15 @@ import path from 'node:path';
 import { Client as PgClient } from 'pg';
 import Redis from 'ioredis';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { findOrInstallTemporalCli } from '../../scripts/lib/temporal-cli';
 import { ONE_PARTITION_ARGS } from '../../scripts/lib/temporal-dev-server';
 import { ensureSearchAttributes } from '../../src/temporal-search-attributes';
 import { SEARCH_ATTRIBUTES } from '../../temporal/shared';
-import { bundleWorkflows } from '../../temporal/worker';
+import { workflowsPath } from '../../temporal/worker';
 import { createOrm, dropDatabase, ensureDatabase, migrate } from '../../src/db/orm';
 import { entities } from '../../src/entities';
+import { buildServiceCode } from './service-build';
 
 declare global {
   // Read by global-teardown.ts: jest runs both in the same process.
@@ -28,6 +30,8 @@ declare global {
   var __WORKFLOW_BUNDLE_DIR__: string | undefined;
   // The URL of the run's migrated template database; dropped by global-teardown.ts.
   var __TEMPLATE_DATABASE_URL__: string | undefined;
+  // The run's compiled copy of the service (service-build.ts); removed by global-teardown.ts.
+  var __SERVICE_BUILD_DIR__: string | undefined;
 }
 
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
@@ -91,12 +95,17 @@ async function startTemporal(): Promise<string> {
  * Bundles temporal/workflows with webpack and writes the bundle to a file: every test
  * worker (test/helpers/temporal.ts) and every spawned `src/main.ts worker` loads it through
  * TEMPORAL_WORKFLOW_BUNDLE_PATH instead of running webpack again. Always built fresh, from
- * the code under test.
+ * the code under test, plus one test-only interceptor that shortens the Temporal waits the
+ * tests sit through (test-workflow-timings.ts).
  */
 async function bundleWorkflowsOnce(): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'wfa-workflow-bundle-'));
   globalThis.__WORKFLOW_BUNDLE_DIR__ = dir;
-  const { code } = await bundleWorkflows({ logger: new DefaultLogger('WARN') });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath,
+    workflowInterceptorModules: [path.join(__dirname, 'test-workflow-timings.ts')],
+    logger: new DefaultLogger('WARN'),
+  });
   const file = path.join(dir, 'workflows.js');
   await writeFile(file, code);
   return file;
@@ -129,7 +138,14 @@ export default async function globalSetup(): Promise<void> {
   process.env.TEST_RUN_ID ??= randomBytes(3).toString('hex');
   // Stored secrets are sealed with it (src/secrets.ts); every app and worker of the run shares it.
   process.env.SECRETS_ENCRYPTION_KEY ??= randomBytes(32).toString('base64');
-  const [address, bundlePath, templateUrl] = await Promise.all([startTemporal(), bundleWorkflowsOnce(), migrateTemplateDatabase(process.env.TEST_RUN_ID)]);
+  const [address, bundlePath, templateUrl, serviceBuildDir] = await Promise.all([
+    startTemporal(),
+    bundleWorkflowsOnce(),
+    migrateTemplateDatabase(process.env.TEST_RUN_ID),
+    buildServiceCode(process.env.TEST_RUN_ID),
+  ]);
+  globalThis.__SERVICE_BUILD_DIR__ = serviceBuildDir;
+  process.env.TEST_SERVICE_BUILD_DIR = serviceBuildDir;
   process.env.TEST_TEMPORAL_ADDRESS = address;
   process.env.TEMPORAL_WORKFLOW_BUNDLE_PATH = bundlePath;
   process.env.TEST_TEMPLATE_DATABASE_URL = templateUrl;

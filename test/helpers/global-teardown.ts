@@ -1,9 +1,10 @@
 /**
- * Owns stopping the Temporal dev server, removing the workflow bundle and dropping the
- * template database that global-setup.ts made for the jest run.
+ * Owns stopping the Temporal dev server, removing the workflow bundle and the compiled copy
+ * of the service, and dropping the template database that global-setup.ts made for the run.
  */
 import { rm } from 'node:fs/promises';
 import { dropDatabase } from '../../src/db/orm';
+import { removeServiceCode } from './service-build';
 
 export default async function globalTeardown(): Promise<void> {
   const env = globalThis.__TEMPORAL_TEST_ENV__;
@@ -12,7 +13,10 @@ export default async function globalTeardown(): Promise<void> {
   globalThis.__WORKFLOW_BUNDLE_DIR__ = undefined;
   const templateUrl = globalThis.__TEMPLATE_DATABASE_URL__;
   globalThis.__TEMPLATE_DATABASE_URL__ = undefined;
+  const serviceBuildDir = globalThis.__SERVICE_BUILD_DIR__;
+  globalThis.__SERVICE_BUILD_DIR__ = undefined;
   await Promise.all([
+    serviceBuildDir && removeServiceCode(serviceBuildDir),
     env?.teardown(),
     bundleDir && rm(bundleDir, { recursive: true, force: true }),
     templateUrl && dropDatabase(templateUrl),

@@ -167,9 +167,17 @@ export async function freePort(): Promise<number> {
 }
 
 /**
+ * How long a workflow task waits on a worker's sticky queue before any worker may take it
+ * (TEMPORAL_STICKY_QUEUE_TIMEOUT_MS; the SDK's default is 10 s). After a SIGKILL the dead
+ * worker's workflows wait that long for their next task, so the tests' workers lower it.
+ */
+export const TEST_STICKY_QUEUE_TIMEOUT_MS = 1_000;
+
+/**
  * Where a spawned service finds the test app's database, Redis keys and Temporal queue,
  * and the run's workflow bundle (global-setup.ts), so a spawned worker does not run
- * webpack again. An `extra` value of undefined removes that variable.
+ * webpack again, and the tests' short sticky-queue timeout. An `extra` value of undefined
+ * removes that variable.
  */
 export function serviceEnv(t: TestApp, extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
   return {
@@ -178,17 +186,27 @@ export function serviceEnv(t: TestApp, extra: Record<string, string | undefined>
     TEMPORAL_ADDRESS: t.config.TEMPORAL_ADDRESS_EFFECTIVE,
     TEMPORAL_TASK_QUEUE: t.config.TEMPORAL_TASK_QUEUE,
     TEMPORAL_WORKFLOW_BUNDLE_PATH: process.env.TEMPORAL_WORKFLOW_BUNDLE_PATH,
+    TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: String(TEST_STICKY_QUEUE_TIMEOUT_MS),
     LOG_LEVEL: 'info',
     ...extra,
   };
 }
 
 /**
- * Runs `src/main.ts <role>` the way `npm start` does (node with tsx's loader, no tsx CLI
- * wrapper relaying signals), configured like the test app `t` plus `extra`.
+ * Runs `src/main.ts <role>` as a process of its own, configured like the test app `t` plus
+ * `extra`: from the run's compiled copy of the service (service-build.ts, plain node), or
+ * with `{ viaTsx: true }` (or outside jest's global setup) the way `npm start` does: node
+ * with tsx's loader, no tsx CLI wrapper relaying signals.
  */
-export function spawnService(role: 'api' | 'worker' | 'all', t: TestApp, extra: Record<string, string | undefined> = {}): SpawnedProcess {
-  return spawnProcess(process.execPath, ['--require', 'tsx/cjs', 'src/main.ts', role], {
+export function spawnService(
+  role: 'api' | 'worker' | 'all',
+  t: TestApp,
+  extra: Record<string, string | undefined> = {},
+  opts: { viaTsx?: boolean } = {},
+): SpawnedProcess {
+  const build = process.env.TEST_SERVICE_BUILD_DIR;
+  const entry = build && !opts.viaTsx ? [path.join(build, 'src', 'main.js')] : ['--require', 'tsx/cjs', 'src/main.ts'];
+  return spawnProcess(process.execPath, [...entry, role], {
     cwd: path.resolve(__dirname, '..', '..'),
     env: serviceEnv(t, extra),
   });

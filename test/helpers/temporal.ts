@@ -10,6 +10,7 @@ import { bundleWorkflows, createWorker, runWorker } from '../../temporal/worker'
 import type { RunningWorker, WorkflowBundle } from '../../temporal/worker';
 import { createTemporalClient } from '../../src/temporal-client';
 import type { TemporalClient } from '../../src/temporal-client';
+import { TEST_STICKY_QUEUE_TIMEOUT_MS } from './process';
 
 export const TEST_NAMESPACE = 'default';
 
@@ -75,6 +76,7 @@ export async function startTestWorker(opts: { taskQueue: string; activities: obj
     taskQueue: opts.taskQueue,
     activities: opts.activities,
     workflowBundle: await workflowBundle(),
+    stickyQueueScheduleToStartTimeout: TEST_STICKY_QUEUE_TIMEOUT_MS,
   });
   const running = runWorker(created);
   return { worker: running.worker, done: running.done, stop: running.shutdown };

@@ -1,7 +1,8 @@
 /**
  * The settings that exist for the test suite: FORM_TIMEOUT_MIN_SECONDS lowers the 10 s form
  * timeout minimum outside production only, and a production process refuses to start with
- * it; TEMPORAL_WORKFLOW_BUNDLE_PATH is optional (unset, the worker bundles at start).
+ * it; the same holds for TEMPORAL_STICKY_QUEUE_TIMEOUT_MS (the crash tests' short
+ * sticky-queue timeout); TEMPORAL_WORKFLOW_BUNDLE_PATH is optional (unset, the worker bundles at start).
  */
 import { ConfigError, formTimeoutMinSeconds, loadConfig } from '../../src/config';
 import { FormNode } from '../../src/modules/workflows/workflow.schemas';
@@ -20,7 +21,8 @@ describe('FORM_TIMEOUT_MIN_SECONDS', () => {
   it('a production configuration with it is refused, naming the variable; elsewhere it is validated', () => {
     expect(() => loadConfig({ NODE_ENV: 'production', FORM_TIMEOUT_MIN_SECONDS: '1' })).toThrow(ConfigError);
     expect(() => loadConfig({ NODE_ENV: 'production', FORM_TIMEOUT_MIN_SECONDS: '1' })).toThrow(/FORM_TIMEOUT_MIN_SECONDS/);
-    expect(loadConfig({ NODE_ENV: 'production' }).FORM_TIMEOUT_MIN_SECONDS).toBeUndefined();
+    // Production also requires its secrets key (src/secrets.ts).
+    expect(loadConfig({ NODE_ENV: 'production', SECRETS_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64') }).FORM_TIMEOUT_MIN_SECONDS).toBeUndefined();
     expect(loadConfig({ FORM_TIMEOUT_MIN_SECONDS: '3' }).FORM_TIMEOUT_MIN_SECONDS).toBe(3);
     expect(() => loadConfig({ FORM_TIMEOUT_MIN_SECONDS: '11' })).toThrow(/FORM_TIMEOUT_MIN_SECONDS/);
   });
@@ -30,6 +32,16 @@ describe('FORM_TIMEOUT_MIN_SECONDS', () => {
     expect(refused.success).toBe(false);
     expect(refused.error?.issues[0]?.path).toEqual(['timeout_seconds']);
     expect(FormNode.safeParse(form(10)).success).toBe(true);
+  });
+});
+
+describe('TEMPORAL_STICKY_QUEUE_TIMEOUT_MS', () => {
+  it('is unset by default (the SDK keeps its 10 s), validated when set, and refused in production, naming the variable', () => {
+    expect(loadConfig({}).TEMPORAL_STICKY_QUEUE_TIMEOUT_MS).toBeUndefined();
+    expect(loadConfig({ TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: '1000' }).TEMPORAL_STICKY_QUEUE_TIMEOUT_MS).toBe(1000);
+    for (const bad of ['50', '10001', 'soon']) expect(() => loadConfig({ TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: bad })).toThrow(/TEMPORAL_STICKY_QUEUE_TIMEOUT_MS/);
+    expect(() => loadConfig({ NODE_ENV: 'production', TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: '1000' })).toThrow(ConfigError);
+    expect(() => loadConfig({ NODE_ENV: 'production', TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: '1000' })).toThrow(/TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: a test-only setting/);
   });
 });
 
