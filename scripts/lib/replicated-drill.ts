@@ -101,8 +101,12 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     ...opts.env,
   };
   const ports = [await freePort(), await freePort()];
+  // Inside the test suite, the run's compiled copy of the service (test/helpers/service-build.ts)
+  // starts in about half the CPU of tsx; `npm run chaos` runs the sources as `npm start` does.
+  const build = process.env.TEST_SERVICE_BUILD_DIR;
+  const entry = build ? [path.join(build, 'src', 'main.js')] : ['--require', 'tsx/cjs', 'src/main.ts'];
   const node = (args: string[], extra: Record<string, string>) =>
-    spawnProcess(process.execPath, ['--require', 'tsx/cjs', 'src/main.ts', ...args], { cwd: root, env: { ...env, ...extra } });
+    spawnProcess(process.execPath, [...entry, ...args], { cwd: root, env: { ...env, ...extra } });
   const everyProcess: SpawnedProcess[] = [];
   const startApi = async (i: number, extra: Record<string, string> = {}) => {
     const p = node(['api'], { PORT: String(ports[i]), ...extra });
