@@ -347,7 +347,7 @@ export async function distinctCustomers(
   em: EntityManager,
   scope: Scope & { customerIds?: Sql },
   period: Period,
-  opts: { inbound?: boolean; granularity?: Granularity } = {},
+  opts: { inbound?: boolean; granularity?: Granularity; byChannel?: boolean } = {},
 ): Promise<{ total: number; byBucket: Map<string, number>; byChannel: Map<string, number>; ids: Sql }> {
   const { whole, edges } = opts.granularity === 'hour' ? { whole: null, edges: [period] } : split(period, DAY_MS);
   const restrict = (alias: string) => (scope.customerIds ? ` and ${alias}.customer_id in (${scope.customerIds.sql})` : '');
@@ -384,14 +384,16 @@ export async function distinctCustomers(
   const rel = `(${parts.join(' union all ')}) c(at, channel, customer_id)`;
   const granularity = opts.granularity ?? 'day';
   const ids = { sql: `select distinct customer_id from ${rel}`, params };
-  // One workflow's executions, over whole days, all channels or one: counted from the
-  // returns rollup (no set of customers to hash). Other questions (inbound customers, a
-  // customer segment, lists of workflows or channels, hour buckets) count the set.
+  // One workflow's executions, over whole days, all channels or one, without the per-channel
+  // counts (`byChannel: false`): counted from the returns rollup (no set of customers to
+  // hash). Other questions (inbound customers, a customer segment, lists of workflows or
+  // channels, hour buckets, per-channel counts) count the set.
   const workflowId = scope.workflowId;
-  if (whole && granularity !== 'hour' && !opts.inbound && !scope.customerIds && typeof workflowId === 'string' && workflowId !== '' && typeof scope.channel !== 'object') {
+  const simple = !opts.inbound && !scope.customerIds && opts.byChannel === false && typeof scope.channel !== 'object';
+  if (whole && granularity !== 'hour' && simple && typeof workflowId === 'string' && workflowId !== '') {
     const single = { organizationId: scope.organizationId, workflowId, ...(typeof scope.channel === 'string' ? { channel: scope.channel } : {}) };
-    const counts = await customersFromReturns(em, single, whole, granularity, { sql: edgeParts.join(' union all '), params: edgeParams });
-    return { ...counts, ids };
+    const edgeSql = { sql: edgeParts.join(' union all '), params: edgeParams };
+    return { ...(await customersFromReturns(em, single, whole, granularity, edgeSql)), byChannel: new Map(), ids };
   }
   // Distinct counts as hash aggregations over one materialized set (count(distinct) would sort it once per grouping).
   const rows = await em.execute<Array<{ kind: string; key: string; n: number }>>(
@@ -424,59 +426,56 @@ async function customersFromReturns(
   whole: Period,
   granularity: Exclude<Granularity, 'hour'>,
   edges: Sql,
-): Promise<{ total: number; byBucket: Map<string, number>; byChannel: Map<string, number> }> {
+): Promise<{ total: number; byBucket: Map<string, number> }> {
   const [a, b] = [isoDay(whole.start), isoDay(whole.end)];
   const o = scope.organizationId;
   const w = scope.workflowId;
+  // Channel '' holds every channel's customers, each once a day; a channel's rows are its own tier.
   const tier = scope.channel ?? '';
   const bucketStart = `date_trunc('${granularity}', r.day::timestamp)::date`;
+  // One scan of the period's rows of the tier: small enough to be planned without parallel workers.
   const reads: Array<Promise<Array<{ kind: string; key: string; n: number }>>> = [
     em.execute(
-      `select 'total' as kind, '' as key, coalesce(sum(r.customers) filter (where r.since_day < ?::date), 0)::int as n
-         from analytics_customer_returns r where r.organization_id = ? and r.workflow_id = ? and r.channel = ? and r.day >= ?::date and r.day < ?::date
-       union all
-       select 'bucket', to_char(${bucketStart}, 'YYYY-MM-DD'), sum(r.customers) filter (where r.since_day < greatest(${bucketStart}, ?::date))::int
-         from analytics_customer_returns r where r.organization_id = ? and r.workflow_id = ? and r.channel = ? and r.day >= ?::date and r.day < ?::date
-        group by ${bucketStart}
-       union all
-       select 'channel', r.channel, sum(r.customers) filter (where r.since_day < ?::date)::int
-         from analytics_customer_returns r where r.organization_id = ? and r.workflow_id = ? and r.channel ${scope.channel ? '= ?' : "<> ''"} and r.day >= ?::date and r.day < ?::date
-        group by r.channel`,
-      [a, o, w, tier, a, b, a, o, w, tier, a, b, a, o, w, ...(scope.channel ? [scope.channel] : []), a, b],
+      `select case when grouping(b) = 1 then 'total' else 'bucket' end as kind, coalesce(to_char(b, 'YYYY-MM-DD'), '') as key,
+              (case when grouping(b) = 1 then coalesce(sum(r.customers) filter (where r.since_day < ?::date), 0)
+                    else coalesce(sum(r.customers) filter (where r.since_day < greatest(b, ?::date)), 0) end)::int as n
+         from (select r.*, ${bucketStart} as b from analytics_customer_returns r
+                where r.organization_id = ? and r.workflow_id = ? and r.channel = ? and r.day >= ?::date and r.day < ?::date) r
+        group by grouping sets ((), (b))`,
+      [a, a, o, w, tier, a, b],
     ),
   ];
   if (edges.sql) {
-    const seen = (from: string, to: string, channel: string) =>
-      `not exists (select 1 from analytics_customer_days d where d.organization_id = ? and d.workflow_id = ? and d.customer_id = e.customer_id
-                      and d.day >= ${from} and d.day < ${to}${channel})`;
+    // One probe per edge customer and group: was it seen on the group's whole days?
     const inScope = scope.channel ? ' and d.channel = e.channel' : '';
     const bs = `(e.bs at time zone 'UTC')::date`;
+    const probe = (from: string, to: string) =>
+      `(select 1 from analytics_customer_days d where d.organization_id = ? and d.workflow_id = ? and d.customer_id = e.customer_id
+                  and d.day >= ${from} and d.day < ${to}${inScope} limit 1)`;
     reads.push(
       em.execute(
-        `with e as materialized (select distinct date_trunc('${granularity}', c.at, 'UTC') as bs, c.channel, c.customer_id from (${edges.sql}) c(at, channel, customer_id))
-         select 'total' as kind, '' as key, count(distinct e.customer_id)::int as n from e where ${seen('?::date', '?::date', inScope)}
+        `with e as materialized (select distinct date_trunc('${granularity}', c.at, 'UTC') as bs, c.channel, c.customer_id from (${edges.sql}) c(at, channel, customer_id)),
+              p as materialized (
+                select e.*, not exists ${probe('?::date', '?::date')} as fresh,
+                       not exists ${probe(`greatest(${bs}, ?::date)`, `least((${bs} + interval '1 ${granularity}')::date, ?::date)`)} as fresh_in_bucket
+                  from e)
+         select 'total' as kind, '' as key, count(distinct customer_id)::int as n from p where fresh
          union all
-         select 'bucket', to_char(${bs}, 'YYYY-MM-DD'), count(distinct e.customer_id)::int from e
-          where ${seen(`greatest(${bs}, ?::date)`, `least((${bs} + interval '1 ${granularity}')::date, ?::date)`, inScope)} group by e.bs
-         union all
-         select 'channel', e.channel, count(distinct e.customer_id)::int from e where ${seen('?::date', '?::date', ' and d.channel = e.channel')} group by e.channel`,
-        [...edges.params, o, w, a, b, o, w, a, b, o, w, a, b],
+         select 'bucket', to_char((bs at time zone 'UTC')::date, 'YYYY-MM-DD'), count(distinct customer_id)::int from p where fresh_in_bucket group by bs`,
+        [...edges.params, o, w, a, b, o, w, a, b],
       ),
     );
   }
-  const out = { total: 0, byBucket: new Map<string, number>(), byChannel: new Map<string, number>() };
+  const out = { total: 0, byBucket: new Map<string, number>() };
   for (const rows of await Promise.all(reads)) {
     for (const r of rows) {
       const n = Number(r.n ?? 0);
       if (r.kind === 'total') out.total += n;
-      else {
-        const m = r.kind === 'bucket' ? out.byBucket : out.byChannel;
-        m.set(r.key, (m.get(r.key) ?? 0) + n);
-      }
+      else out.byBucket.set(r.key, (out.byBucket.get(r.key) ?? 0) + n);
     }
   }
   // Groups of nobody are absent, as in the set-based count.
-  for (const m of [out.byBucket, out.byChannel]) for (const [k, n] of m) if (n === 0) m.delete(k);
+  for (const [k, n] of out.byBucket) if (n === 0) out.byBucket.delete(k);
   return out;
 }
 
@@ -539,7 +538,7 @@ export const channelBreakdown = (byChannel: Map<string, Counters>): Record<strin
 export async function workflowMetricsOf(em: EntityManager, scope: Scope, period: Period, granularity: Granularity) {
   const [current, customers] = await Promise.all([
     sumCountersBy(em, scope, period, ['bucket', 'channel'], granularity),
-    distinctCustomers(em, scope, period, { granularity }),
+    distinctCustomers(em, scope, period, { granularity, byChannel: false }),
   ]);
   const metrics: WorkflowMetricsValues = { ...executionMetrics(current.total), unique_customers: customers.total, channel_breakdown: channelBreakdown(current.channel!) };
   const series = bucketStarts(period, granularity).map((start) => {
