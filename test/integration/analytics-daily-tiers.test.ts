@@ -5,6 +5,7 @@
  * triggers count them as real executions); each expected number is counted by hand in the
  * comments, and checked against count(distinct) over the executions too.
  */
+import { Client } from 'pg';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 
 const DAY = 86_400_000;
@@ -153,6 +154,40 @@ describe('analytics daily tiers', () => {
     const year = await get(`/v1/analytics/workflows/${live}?start_date=${new Date(now - 365 * DAY).toISOString()}&granularity=month&metrics=unique_customers`);
     expect(year.body.data.metrics).toEqual({ unique_customers: 2 });
     expect(year.body.data.metrics.unique_customers).toBe(await exact(live, new Date(now - 365 * DAY), new Date(Date.now() + 1)));
+  });
+
+  it('two transactions adding the same customer-day on two channels at once count one customer', async () => {
+    const other = (await t.request.post('/v1/workflows').set(bearer(key)).send({ name: 'Concurrent', channel: 'whatsapp' }).expect(201)).body.data.id as string;
+    const f = await customer('whatsapp');
+    const [c1, c2] = [new Client({ connectionString: t.databaseUrl }), new Client({ connectionString: t.databaseUrl })];
+    await Promise.all([c1.connect(), c2.connect()]);
+    const insert = (c: Client, channel: string) =>
+      c.query(
+        `insert into executions (id, organization_id, workflow_id, revision, customer_id, channel, status, started_at, temporal_started_at)
+         values ($1, $2, $3, 1, $4, $5, 'running', '2026-10-10T10:00:00Z', now())`,
+        [id('exec'), org, other, f, channel],
+      );
+    try {
+      // The first fires its rollup trigger (as at its commit) and holds its customer-day;
+      // the second's trigger runs meanwhile, and may only count after the first committed.
+      await c1.query('begin');
+      await insert(c1, 'whatsapp');
+      await c1.query('set constraints executions_analytics_insert immediate');
+      await c2.query('begin');
+      await insert(c2, 'instagram');
+      const second = c2.query('set constraints executions_analytics_insert immediate');
+      await c1.query('commit');
+      await second;
+      await c2.query('commit');
+    } finally {
+      await Promise.all([c1.end(), c2.end()]);
+    }
+    const res = await get(`/v1/analytics/workflows/${other}?start_date=2026-10-10&end_date=2026-10-10&metrics=total_executions,unique_customers&group_by=channel`);
+    expect(res.body.data.metrics).toEqual({ total_executions: 2, unique_customers: 1 });
+    expect(res.body.data.groups).toEqual([
+      { key: { channel: 'instagram' }, metrics: { total_executions: 1, unique_customers: 1 } },
+      { key: { channel: 'whatsapp' }, metrics: { total_executions: 1, unique_customers: 1 } },
+    ]);
   });
 
   it('the backfill (analytics_rebuild) reproduces the daily tiers the triggers kept', async () => {

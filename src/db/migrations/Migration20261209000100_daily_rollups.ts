@@ -15,7 +15,7 @@ import { rollupFunctionsSql } from '../rollup-functions';
  */
 export class Migration20261209000100_daily_rollups extends Migration {
   /** The version of src/db/sql/analytics-rollups.sql this migration applies (src/db/rollup-functions.ts). */
-  static readonly rollupFunctionsSha256 = '7ad5d331d848ea7d2084b41427a5155f8e56f1a754a1c88a9f7e0405a22a77fc';
+  static readonly rollupFunctionsSha256 = '722b9c3e682e2089bd1252a0a84672a4a1f708ddba7f071c37b14afab5a5eaa8';
 
   override async up(): Promise<void> {
     this.addSql(`

@@ -143,6 +143,10 @@ declare
   next_a date;
   other boolean;
 begin
+  -- Two transactions adding days of one customer (around midnight, or on two channels) would
+  -- each miss the other's uncommitted day: the second waits here, and the lookup below (a new
+  -- snapshot) sees the first's day. Only a customer's first execution of a day takes it.
+  perform pg_advisory_xact_lock(hashtext(concat_ws('/', 'customer-days', o, w, cust)));
   select max(day) filter (where channel = c and day < d), min(day) filter (where channel = c and day > d),
          max(day) filter (where day < d), min(day) filter (where day > d), coalesce(bool_or(day = d and channel <> c), false)
     into prev_c, next_c, prev_a, next_a, other
