@@ -195,7 +195,8 @@ describe('analytics daily tiers', () => {
     const snapshot = () =>
       t.query(
         `select (select json_agg(x order by workflow_id, day, trigger_id, channel) from (
-                   select workflow_id, day, trigger_id, channel, sum(started) as started, sum(succeeded) as succeeded, sum(duration_sum_ms) as duration,
+                   select workflow_id, day, trigger_id, channel, sum(started) as started, sum(succeeded) as succeeded, sum(failed) as failed,
+                          sum(timeout_errors) as timeouts, sum(duration_sum_ms) as duration,
                           sum(messages_in) as messages_in, sum(messages_out) as messages_out
                      from analytics_daily where organization_id = ? group by 1, 2, 3, 4) x
                   where started <> 0 or messages_in <> 0 or messages_out <> 0) as daily,
@@ -204,6 +205,12 @@ describe('analytics daily tiers', () => {
                      from analytics_customer_returns where organization_id = ? group by 1, 2, 3, 4) x where customers <> 0) as returns`,
         [org, org],
       );
+    // A finish moves an execution's contribution within its day (one upsert of the difference).
+    const [running] = await t.query<{ id: string }>(`select id from executions where workflow_id = ? order by id limit 1`, [wf]);
+    await t.query(`update executions set status = 'running', completed_at = null, duration_ms = null where id = ?`, [running!.id]);
+    await t.query(`update executions set status = 'failed', error_type = 'timeout', completed_at = started_at + interval '5 seconds', duration_ms = 5000 where id = ?`, [
+      running!.id,
+    ]);
     const before = await snapshot();
     expect((before[0] as { returns: unknown[] }).returns.length).toBeGreaterThan(0);
     await t.query('select analytics_rebuild()');

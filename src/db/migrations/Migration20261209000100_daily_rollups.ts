@@ -15,7 +15,7 @@ import { rollupFunctionsSql } from '../rollup-functions';
  */
 export class Migration20261209000100_daily_rollups extends Migration {
   /** The version of src/db/sql/analytics-rollups.sql this migration applies (src/db/rollup-functions.ts). */
-  static readonly rollupFunctionsSha256 = '722b9c3e682e2089bd1252a0a84672a4a1f708ddba7f071c37b14afab5a5eaa8';
+  static readonly rollupFunctionsSha256 = 'e1e3e13556f4f317bff67965ccf70d344f84eaf9e1465b719f8d9cf448678264';
 
   override async up(): Promise<void> {
     this.addSql(`

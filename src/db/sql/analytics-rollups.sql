@@ -164,6 +164,25 @@ begin
   end if;
 end $$;
 
+-- An execution's contribution to its day's counters (analytics_add_daily's order), s = 1 or -1.
+-- Apart from analytics_add_execution: a finish moves the contribution within one day's key,
+-- one upsert of the difference instead of two (analytics_on_execution).
+create or replace function analytics_execution_daily(e executions, s integer, with_customer boolean) returns integer[] language sql immutable as $$
+  select array[
+    case when with_customer then s else 0 end,
+    case when e.status = 'success' then s else 0 end,
+    case when e.status = 'failed' then s else 0 end,
+    case when e.status = 'cancelled' then s else 0 end,
+    case when e.status = 'failed' and e.error_type = 'timeout' then s else 0 end,
+    case when e.status = 'failed' and e.error_type = 'api_error' then s else 0 end,
+    case when e.status = 'failed' and e.error_type = 'validation_error' then s else 0 end,
+    case when e.status in ('success', 'failed') then s * coalesce(e.duration_ms, 0) else 0 end, 0, 0, 0, 0, 0, 0, 0]
+$$;
+
+create or replace function analytics_execution_day(e executions) returns date language sql immutable as $$
+  select (e.started_at at time zone 'UTC')::date
+$$;
+
 create or replace function analytics_add_execution(e executions, s integer, with_customer boolean) returns void language plpgsql as $$
 declare
   fin boolean := e.status in ('success', 'failed');
@@ -194,15 +213,6 @@ begin
     validation_errors = a.validation_errors + excluded.validation_errors,
     duration_sum_ms = a.duration_sum_ms + excluded.duration_sum_ms,
     latency_hist = case when fin then analytics_hist_add(a.latency_hist, analytics_latency_bucket(e.duration_ms), s) else a.latency_hist end;
-  perform analytics_add_daily(e.organization_id, e.workflow_id, dy, tr, e.channel, array[
-    case when with_customer then s else 0 end,
-    case when e.status = 'success' then s else 0 end,
-    case when e.status = 'failed' then s else 0 end,
-    case when e.status = 'cancelled' then s else 0 end,
-    case when e.status = 'failed' and e.error_type = 'timeout' then s else 0 end,
-    case when e.status = 'failed' and e.error_type = 'api_error' then s else 0 end,
-    case when e.status = 'failed' and e.error_type = 'validation_error' then s else 0 end,
-    case when fin then s * coalesce(e.duration_ms, 0) else 0 end, 0, 0, 0, 0, 0, 0, 0]);
   if with_customer and e.customer_id is not null then
     insert into analytics_customer_days as d (organization_id, workflow_id, day, channel, customer_id, executions)
     values (e.organization_id, e.workflow_id, dy, e.channel, e.customer_id, s)
@@ -244,9 +254,21 @@ create or replace function analytics_on_execution() returns trigger language plp
 begin
   if tg_op = 'INSERT' then
     perform analytics_add_execution(new, 1, true);
+    perform analytics_add_daily(new.organization_id, new.workflow_id, analytics_execution_day(new), coalesce(new.trigger_id, ''), new.channel,
+                                analytics_execution_daily(new, 1, true));
   else
     perform analytics_add_execution(old, -1, false);
     perform analytics_add_execution(new, 1, false);
+    if (old.organization_id, old.workflow_id, analytics_execution_day(old), coalesce(old.trigger_id, ''), old.channel)
+       is not distinct from (new.organization_id, new.workflow_id, analytics_execution_day(new), coalesce(new.trigger_id, ''), new.channel) then
+      perform analytics_add_daily(new.organization_id, new.workflow_id, analytics_execution_day(new), coalesce(new.trigger_id, ''), new.channel,
+                                  array(select x + y from unnest(analytics_execution_daily(old, -1, false), analytics_execution_daily(new, 1, false)) d(x, y)));
+    else
+      perform analytics_add_daily(old.organization_id, old.workflow_id, analytics_execution_day(old), coalesce(old.trigger_id, ''), old.channel,
+                                  analytics_execution_daily(old, -1, false));
+      perform analytics_add_daily(new.organization_id, new.workflow_id, analytics_execution_day(new), coalesce(new.trigger_id, ''), new.channel,
+                                  analytics_execution_daily(new, 1, false));
+    end if;
   end if;
   return null;
 end $$;
