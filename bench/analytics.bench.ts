@@ -1,16 +1,21 @@
 /**
- * `npm run bench -- analytics [--executions=2000000] [--rounds=5] [--realtime=200]`
+ * `npm run bench -- analytics [--executions=2000000] [--span=90] [--rounds=5] [--realtime=200] [--writes=40]`
  *
- * Seeds one organization with N executions (2 steps and 2 messages each) spread over 90
- * days through COPY (rollup triggers off, then `analytics_rebuild()`, exactly what the
- * migration's backfill does), then, in the same run:
+ * Seeds one organization with N executions (2 steps and 2 messages each) spread over
+ * `span` days through COPY (rollup triggers off, then `analytics_rebuild()`, exactly what the
+ * migration's backfill does), then, in the same run, for the last 30 days and the last 365:
  *  (a) raw:  the exact answer of the workflow-analytics and performance questions for one
- *            workflow over the last 30 days, in SQL over executions / steps / messages
- *            (percentile_cont), with a covering index made for it;
+ *            workflow over the period, in SQL over executions / steps / messages
+ *            (percentile_cont, count(distinct)), with a covering index made for it;
  *  (b) ours: GET /v1/analytics/workflows/{id} and …/performance for the same period
  *            through the API (auth, rate limits, rollups).
- * Median of `rounds` interleaved rounds each. Also prints p50/p99 of GET /v1/analytics/realtime.
- * Last line: ratio=<raw time / API time>. Floor ≥ 1.0, goal ≥ 10.
+ * Median of `rounds` interleaved rounds each. Also prints p50/p99 of GET /v1/analytics/realtime
+ * and the write-side cost of the rollups: `writes` POST /v1/messages (each starting an
+ * execution) and as many finishes (2 steps and the final status, in one transaction, as the
+ * worker writes them) per round, with the analytics triggers on and off, interleaved.
+ * A smaller `executions` (and `span`) checks the direction on a loaded machine.
+ * Last line: ratio=<raw time / API time> of the 30-day case (the 365-day one on the line above).
+ * Floor ≥ 1.0, goal ≥ 10.
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -62,7 +67,7 @@ async function copy(client: Client, sql: string, rows: number, line: (i: number)
 
 const pad = (n: number) => String(n).padStart(10, '0');
 
-async function seed(dbUrl: string, orgId: string, workflowIds: string[], n: number) {
+async function seed(dbUrl: string, orgId: string, workflowIds: string[], n: number, span: number) {
   const client = new Client({ connectionString: dbUrl });
   // A failure surfaces as the rejected query; the database drop at the end must not crash the process.
   client.on('error', () => undefined);
@@ -78,12 +83,12 @@ async function seed(dbUrl: string, orgId: string, workflowIds: string[], n: numb
   );
   for (const ix of secondary) await client.query(`drop index ${ix.name}`);
   const now = Date.now();
-  const start = now - 90 * DAY;
+  const start = now - span * DAY;
   const customers = Math.max(1000, Math.floor(n / 10));
   const random = rng(42);
   const t0 = Date.now();
   await copy(client, 'copy customers (id, organization_id, channel, external_id, first_seen_at, created_at)', customers, (i) => {
-    const at = new Date(start + (i / customers) * 60 * DAY).toISOString();
+    const at = new Date(start + (i / customers) * (span * 2 / 3) * DAY).toISOString();
     return `cus_b${pad(i)},${orgId},${CHANNELS[i % 3]},ext-${i},${at},${at}\n`;
   });
   // Executions in time order (ids ascend with time, so every index grows at its end), kept
@@ -92,7 +97,7 @@ async function seed(dbUrl: string, orgId: string, workflowIds: string[], n: numb
   const status = new Uint8Array(n);
   const customer = new Int32Array(n);
   const duration = new Int32Array(n);
-  const startedAt = (i: number) => start + (i / n) * 90 * DAY;
+  const startedAt = (i: number) => start + (i / n) * span * DAY;
   for (let i = 0; i < n; i++) {
     const r = random();
     // A workflow serves one channel: its customers are those of that channel (customer c is on channel c % 3).
@@ -144,7 +149,7 @@ async function seed(dbUrl: string, orgId: string, workflowIds: string[], n: numb
     `create index bench_raw_idx on executions (organization_id, workflow_id, started_at) include (status, duration_ms, customer_id, error_type, channel)`,
   );
   // The visibility map lets the baseline's scans be index-only.
-  await client.query('vacuum analyze executions, analytics_hourly, analytics_node_hourly, analytics_customer_days');
+  await client.query('vacuum analyze executions, analytics_hourly, analytics_node_hourly, analytics_customer_days, analytics_daily, analytics_customer_returns');
   await client.query('analyze');
   log(`baseline index + vacuum analyze in ${((Date.now() - t2) / 1000).toFixed(1)} s`);
   await client.end();
@@ -193,8 +198,83 @@ async function rawAnswers(client: Pool, orgId: string, wf: string, from: Date, t
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const percentile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
 
+/** Every call of `f` timed, in ms. */
+async function timeEach(n: number, f: (i: number) => Promise<void>) {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await f(i);
+    out.push(performance.now() - t);
+  }
+  return out;
+}
+
+/**
+ * The write-side cost of the rollups: POST /v1/messages starting an execution, and the
+ * execution's finish (its 2 steps and final status in one transaction, the rows the worker
+ * writes), with the analytics triggers enabled and disabled, alternating per round so the
+ * machine's background load falls on both.
+ */
+async function writeCost(base: string, headers: Record<string, string>, pool: Pool, orgId: string, rounds: number, n: number) {
+  const { rows: triggers } = await pool.query<{ tbl: string; name: string }>(
+    `select tgrelid::regclass::text as tbl, tgname as name from pg_trigger where tgname like '%\_analytics%' and not tgisinternal`,
+  );
+  const setTriggers = async (on: boolean) => {
+    for (const t of triggers) await pool.query(`alter table ${t.tbl} ${on ? 'enable' : 'disable'} trigger ${t.name}`);
+  };
+  const times = { on: { post: [] as number[], finish: [] as number[] }, off: { post: [] as number[], finish: [] as number[] } };
+  for (let r = 0; r < rounds; r++) {
+    for (const mode of r % 2 === 0 ? (['on', 'off'] as const) : (['off', 'on'] as const)) {
+      await setTriggers(mode === 'on');
+      const executions: string[] = [];
+      times[mode].post.push(
+        ...(await timeEach(n, async (i) => {
+          // Ten customers per round and mode: their first message of the day, then returning ones.
+          const res = await fetch(`${base}/v1/messages`, {
+            method: 'POST',
+            headers: { ...headers, 'content-type': 'application/json' },
+            body: JSON.stringify({ channel: 'whatsapp', customer_id: `bw-${mode}-${r}-${i % 10}`, message: 'benchwrite' }),
+          });
+          const body = (await res.json()) as { data?: { executions?: Array<{ id: string }> } };
+          if (res.status !== 201) throw new Error(`/v1/messages: ${res.status} ${JSON.stringify(body)}`);
+          executions.push(...(body.data?.executions ?? []).map((e) => e.id));
+        })),
+      );
+      if (executions.length !== n) throw new Error(`expected ${n} executions started, got ${executions.length}`);
+      times[mode].finish.push(
+        ...(await timeEach(n, async (i) => {
+          const c = await pool.connect();
+          try {
+            await c.query('begin');
+            for (const [k, node] of ['greet', 'answer'].entries()) {
+              await c.query(
+                `insert into execution_steps (id, execution_id, organization_id, node_id, type, status, started_at, completed_at, duration_ms)
+                 values ($1, $2, $3, $4, 'message', 'completed', now(), now(), 40)`,
+                [`step_bw_${mode}_${r}_${i}_${k}`, executions[i], orgId, node],
+              );
+            }
+            await c.query(`update executions set status = 'success', completed_at = now(), duration_ms = 900 where id = $1 and status = 'running'`, [executions[i]]);
+            await c.query('commit');
+          } finally {
+            c.release();
+          }
+        })),
+      );
+    }
+  }
+  await setTriggers(true);
+  return times;
+}
+
 export async function run(args: string[]) {
-  const { executions = 2_000_000, rounds = 5, realtime = 200, keep = 0 } = parseBenchArgs(args, { executions: 2_000_000, rounds: 5, realtime: 200, keep: 0 });
+  const { executions = 2_000_000, span = 90, rounds = 5, realtime = 200, writes = 40, keep = 0 } = parseBenchArgs(args, {
+    executions: 2_000_000,
+    span: 90,
+    rounds: 5,
+    realtime: 200,
+    writes: 40,
+    keep: 0,
+  });
   const db = await benchDatabase();
   const temporal = await benchTemporal();
   const high = '100000000';
@@ -202,6 +282,8 @@ export async function run(args: string[]) {
     ...process.env,
     DATABASE_URL: db.url,
     TEMPORAL_ADDRESS: temporal.address,
+    // Its own task queue: the executions POST /v1/messages starts are never picked up by a worker.
+    TEMPORAL_TASK_QUEUE: `bench-analytics-${Date.now()}`,
     LOG_LEVEL: 'silent',
     REDIS_KEY_PREFIX: `wfa-bench:${Date.now()}:`,
     RATE_LIMIT_CREDENTIAL_PER_HOUR: high,
@@ -217,6 +299,7 @@ export async function run(args: string[]) {
     const keys = new ApiKeyService(orm.em.fork());
     const org = await keys.ensureOrganization('bench');
     const { key } = await keys.create(org.id, 'bench', 'read');
+    const { key: writeKey } = await keys.create(org.id, 'bench-writes', 'admin');
     const workflows: string[] = [];
     for (let w = 0; w < 5; w++) {
       const wf = await new WorkflowService(orm.em.fork()).create(org.id, {
@@ -231,47 +314,60 @@ export async function run(args: string[]) {
       });
       workflows.push(wf.id);
     }
-    await seed(db.url, org.id, workflows, executions);
+    await seed(db.url, org.id, workflows, executions, span);
 
     server = createApp(await createApiServices(services)).app.listen(0, '127.0.0.1');
     await new Promise<void>((r) => server!.once('listening', r));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const headers = { authorization: `Bearer ${key}` };
     const wf = workflows[0]!;
-    const to = new Date();
-    const from = new Date(to.getTime() - 30 * DAY);
-    const q = `start_date=${from.toISOString()}&end_date=${to.toISOString()}`;
-    const [count] = await orm.em.getConnection().execute<Array<{ n: number }>>(`select count(*)::int as n from executions where workflow_id = ? and started_at >= ?`, [wf, from]);
-    log(`measured workflow: ${count?.n} executions in the last 30 days`);
-
-    const api = async () => {
-      const t = performance.now();
-      for (const path of [`/v1/analytics/workflows/${wf}?${q}`, `/v1/analytics/workflows/${wf}/performance?${q}`]) {
-        const res = await fetch(`${base}${path}`, { headers });
-        if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-        await res.json();
-      }
-      return performance.now() - t;
-    };
     // A pool as large as the API's, so the raw queries run in parallel as the API's do.
     const client = new Pool({ connectionString: db.url, max: config.DATABASE_POOL_MAX });
     client.on('error', () => undefined);
-    const raw = async () => {
-      const t = performance.now();
-      await rawAnswers(client, org.id, wf, from, to);
-      return performance.now() - t;
+
+    const measure = async (days: number) => {
+      const to = new Date();
+      const from = new Date(to.getTime() - days * DAY);
+      const q = `start_date=${from.toISOString()}&end_date=${to.toISOString()}`;
+      const [count] = await orm.em.getConnection().execute<Array<{ n: number }>>(`select count(*)::int as n from executions where workflow_id = ? and started_at >= ?`, [wf, from]);
+      const [rows] = await orm.em.getConnection().execute<Array<{ daily: number; hourly: number; returns: number }>>(
+        `select (select count(*) from analytics_daily where workflow_id = ? and day >= ?::date)::int as daily,
+                (select count(*) from analytics_hourly where workflow_id = ? and hour >= ?)::int as hourly,
+                (select count(*) from analytics_customer_returns where workflow_id = ? and channel = '' and day >= ?::date)::int as returns`,
+        [wf, from.toISOString().slice(0, 10), wf, from, wf, from.toISOString().slice(0, 10)],
+      );
+      log(`${days}-day case: ${count?.n} executions of the measured workflow; rollup rows of the period: daily ${rows?.daily}, customer returns ${rows?.returns} (hourly ${rows?.hourly})`);
+      const api = async () => {
+        const t = performance.now();
+        for (const path of [`/v1/analytics/workflows/${wf}?${q}`, `/v1/analytics/workflows/${wf}/performance?${q}`]) {
+          const res = await fetch(`${base}${path}`, { headers });
+          if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+          await res.json();
+        }
+        return performance.now() - t;
+      };
+      const raw = async () => {
+        const t = performance.now();
+        await rawAnswers(client, org.id, wf, from, to);
+        return performance.now() - t;
+      };
+      await api();
+      await raw();
+      // Interleaved, so background load on the shared machine falls on both sides.
+      const apiTimes: number[] = [];
+      const rawTimes: number[] = [];
+      for (let r = 0; r < rounds; r++) {
+        apiTimes.push(await api());
+        rawTimes.push(await raw());
+        log(`${days}-day round ${r + 1}: raw SQL ${rawTimes[r]!.toFixed(1)} ms, API ${apiTimes[r]!.toFixed(1)} ms`);
+      }
+      const rawMs = median(rawTimes);
+      const apiMs = median(apiTimes);
+      log(`${days}-day median over ${rounds} rounds: raw SQL (workflow + performance) ${rawMs.toFixed(1)} ms, API ${apiMs.toFixed(1)} ms, ratio ${(rawMs / apiMs).toFixed(2)}`);
+      return rawMs / apiMs;
     };
-    await api();
-    await raw();
-    // Interleaved, so background load on the shared machine falls on both sides.
-    const apiTimes: number[] = [];
-    const rawTimes: number[] = [];
-    for (let r = 0; r < rounds; r++) {
-      apiTimes.push(await api());
-      rawTimes.push(await raw());
-      log(`round ${r + 1}: raw SQL ${rawTimes[r]!.toFixed(1)} ms, API ${apiTimes[r]!.toFixed(1)} ms`);
-    }
-    await client.end();
+    const ratio30 = await measure(30);
+    const ratio365 = await measure(365);
 
     const rt: number[] = [];
     for (let i = 0; i < realtime; i++) {
@@ -282,10 +378,36 @@ export async function run(args: string[]) {
       rt.push(performance.now() - t);
     }
     log(`GET /v1/analytics/realtime x${realtime}: p50 ${percentile(rt, 0.5).toFixed(1)} ms, p99 ${percentile(rt, 0.99).toFixed(1)} ms`);
-    const rawMs = median(rawTimes);
-    const apiMs = median(apiTimes);
-    log(`median over ${rounds} rounds: raw SQL (workflow + performance) ${rawMs.toFixed(1)} ms, API ${apiMs.toFixed(1)} ms`);
-    log(`ratio=${(rawMs / apiMs).toFixed(2)}`);
+
+    if (writes > 0) {
+      const admin = { authorization: `Bearer ${writeKey}` };
+      const created = await fetch(`${base}/v1/workflows`, {
+        method: 'POST',
+        headers: { ...admin, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          name: 'Bench writes',
+          channel: 'whatsapp',
+          configuration: { trigger: { type: 'keyword', keywords: ['benchwrite'] }, nodes: [{ id: 'greet', type: 'message', content: 'Hi' }] },
+        }),
+      });
+      const writesWf = ((await created.json()) as { data: { id: string } }).data.id;
+      const activated = await fetch(`${base}/v1/workflows/${writesWf}/activate`, { method: 'POST', headers: admin });
+      if (activated.status !== 200) throw new Error(`activate: ${activated.status}`);
+      const w = await writeCost(base, admin, client, org.id, rounds, writes);
+      const line = (what: string, on: number[], off: number[], of: number) => {
+        const [p50on, p50off] = [percentile(on, 0.5), percentile(off, 0.5)];
+        log(
+          `write cost, ${what} x${on.length}: p50 ${p50on.toFixed(2)} ms with the rollup triggers, ${p50off.toFixed(2)} ms without: ` +
+            `+${(p50on - p50off).toFixed(2)} ms (${(((p50on - p50off) / of) * 100).toFixed(1)} % of POST /v1/messages p50 ${of.toFixed(2)} ms)`,
+        );
+      };
+      const postP50 = percentile(w.on.post, 0.5);
+      line('POST /v1/messages (starts an execution)', w.on.post, w.off.post, postP50);
+      line('finished execution (2 steps + final status)', w.on.finish, w.off.finish, postP50);
+    }
+    await client.end();
+    log(`ratio365=${ratio365.toFixed(2)}`);
+    log(`ratio=${ratio30.toFixed(2)}`);
   } finally {
     if (server) await new Promise<void>((r) => server!.close(() => r()));
     await closeServices(services);

@@ -77,11 +77,119 @@ begin
   return analytics_new_shard(concat_ws('/', 'node', o, w, h, nd, ty), taken);
 end $$;
 
+-- The daily tier (analytics_daily) shards like the hourly one: a day's row is as hot as its hours' rows.
+create or replace function analytics_daily_shard(o text, w text, d date, t text, c text) returns smallint language plpgsql as $$
+declare
+  s smallint;
+  taken smallint[];
+begin
+  select shard into s from analytics_daily
+   where organization_id = o and workflow_id = w and day = d and trigger_id = t and channel = c
+   order by shard limit 1 for update skip locked;
+  if found then return s; end if;
+  select array_agg(shard) into taken from analytics_daily
+   where organization_id = o and workflow_id = w and day = d and trigger_id = t and channel = c;
+  return analytics_new_shard(concat_ws('/', 'daily', o, w, d, t, c), taken);
+end $$;
+
+-- Adds counters (the hourly ones but the latency histogram) to the day's row of a key.
+create or replace function analytics_add_daily(o text, w text, d date, t text, c text, v integer[]) returns void language plpgsql as $$
+begin
+  insert into analytics_daily as a (organization_id, workflow_id, day, trigger_id, channel, shard, started, succeeded, failed, cancelled,
+                                    timeout_errors, api_errors, validation_errors, duration_sum_ms, messages_in, messages_out,
+                                    rating_sum, rating_count, nps_promoters, nps_detractors, nps_count)
+  values (o, w, d, t, c, analytics_daily_shard(o, w, d, t, c), v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15])
+  on conflict (organization_id, workflow_id, day, trigger_id, channel, shard) do update set
+    started = a.started + excluded.started, succeeded = a.succeeded + excluded.succeeded, failed = a.failed + excluded.failed,
+    cancelled = a.cancelled + excluded.cancelled, timeout_errors = a.timeout_errors + excluded.timeout_errors,
+    api_errors = a.api_errors + excluded.api_errors, validation_errors = a.validation_errors + excluded.validation_errors,
+    duration_sum_ms = a.duration_sum_ms + excluded.duration_sum_ms, messages_in = a.messages_in + excluded.messages_in,
+    messages_out = a.messages_out + excluded.messages_out, rating_sum = a.rating_sum + excluded.rating_sum,
+    rating_count = a.rating_count + excluded.rating_count, nps_promoters = a.nps_promoters + excluded.nps_promoters,
+    nps_detractors = a.nps_detractors + excluded.nps_detractors, nps_count = a.nps_count + excluded.nps_count;
+end $$;
+
+-- Distinct customers, exactly, without a set per period (docs/analytics.md): for each
+-- customer-day of a workflow, the previous day the customer was seen (`since`,
+-- '-infinity' for none). The customers of days [a, b) are the customer-days in it whose
+-- `since` < a: each customer counts once, on its first day in the period. Counted per
+-- (channel, day, since) and, under channel '', for all channels (a customer seen on two
+-- channels in a day counts once there). Sharded like the hourly counters.
+create or replace function analytics_count_returning(o text, w text, c text, d date, since date, n integer) returns void language plpgsql as $$
+declare
+  s smallint;
+  taken smallint[];
+begin
+  select shard into s from analytics_customer_returns
+   where organization_id = o and workflow_id = w and channel = c and day = d and since_day = since
+   order by shard limit 1 for update skip locked;
+  if not found then
+    select array_agg(shard) into taken from analytics_customer_returns
+     where organization_id = o and workflow_id = w and channel = c and day = d and since_day = since;
+    s := analytics_new_shard(concat_ws('/', 'returns', o, w, c, d, since), taken);
+  end if;
+  insert into analytics_customer_returns as r (organization_id, workflow_id, channel, day, since_day, shard, customers)
+  values (o, w, c, d, since, s, n)
+  on conflict (organization_id, workflow_id, channel, day, since_day, shard) do update set customers = r.customers + excluded.customers;
+end $$;
+
+-- A customer-day row (workflow w, channel c, day d) was just created: count it, and move
+-- the customer's next day (a late write for an earlier day) to `since` = d.
+create or replace function analytics_customer_day_added(o text, w text, c text, cust text, d date) returns void language plpgsql as $$
+declare
+  prev_c date;
+  next_c date;
+  prev_a date;
+  next_a date;
+  other boolean;
+begin
+  -- Two transactions adding days of one customer (around midnight, or on two channels) would
+  -- each miss the other's uncommitted day: the second waits here, and the lookup below (a new
+  -- snapshot) sees the first's day. Only a customer's first execution of a day takes it.
+  perform pg_advisory_xact_lock(hashtext(concat_ws('/', 'customer-days', o, w, cust)));
+  select max(day) filter (where channel = c and day < d), min(day) filter (where channel = c and day > d),
+         max(day) filter (where day < d), min(day) filter (where day > d), coalesce(bool_or(day = d and channel <> c), false)
+    into prev_c, next_c, prev_a, next_a, other
+    from analytics_customer_days where organization_id = o and workflow_id = w and customer_id = cust;
+  perform analytics_count_returning(o, w, c, d, coalesce(prev_c, '-infinity'), 1);
+  if next_c is not null then
+    perform analytics_count_returning(o, w, c, next_c, coalesce(prev_c, '-infinity'), -1);
+    perform analytics_count_returning(o, w, c, next_c, d, 1);
+  end if;
+  if other then return; end if;
+  perform analytics_count_returning(o, w, '', d, coalesce(prev_a, '-infinity'), 1);
+  if next_a is not null then
+    perform analytics_count_returning(o, w, '', next_a, coalesce(prev_a, '-infinity'), -1);
+    perform analytics_count_returning(o, w, '', next_a, d, 1);
+  end if;
+end $$;
+
+-- An execution's contribution to its day's counters (analytics_add_daily's order), s = 1 or -1.
+-- Apart from analytics_add_execution: a finish moves the contribution within one day's key,
+-- one upsert of the difference instead of two (analytics_on_execution).
+create or replace function analytics_execution_daily(e executions, s integer, with_customer boolean) returns integer[] language sql immutable as $$
+  select array[
+    case when with_customer then s else 0 end,
+    case when e.status = 'success' then s else 0 end,
+    case when e.status = 'failed' then s else 0 end,
+    case when e.status = 'cancelled' then s else 0 end,
+    case when e.status = 'failed' and e.error_type = 'timeout' then s else 0 end,
+    case when e.status = 'failed' and e.error_type = 'api_error' then s else 0 end,
+    case when e.status = 'failed' and e.error_type = 'validation_error' then s else 0 end,
+    case when e.status in ('success', 'failed') then s * coalesce(e.duration_ms, 0) else 0 end, 0, 0, 0, 0, 0, 0, 0]
+$$;
+
+create or replace function analytics_execution_day(e executions) returns date language sql immutable as $$
+  select (e.started_at at time zone 'UTC')::date
+$$;
+
 create or replace function analytics_add_execution(e executions, s integer, with_customer boolean) returns void language plpgsql as $$
 declare
   fin boolean := e.status in ('success', 'failed');
   h timestamptz := date_trunc('hour', e.started_at, 'UTC');
+  dy date := (e.started_at at time zone 'UTC')::date;
   tr text := coalesce(e.trigger_id, '');
+  fresh boolean;
 begin
   insert into analytics_hourly as a (organization_id, workflow_id, hour, trigger_id, channel, shard, started, succeeded, failed, cancelled,
                                      timeout_errors, api_errors, validation_errors, duration_sum_ms, latency_hist)
@@ -107,8 +215,11 @@ begin
     latency_hist = case when fin then analytics_hist_add(a.latency_hist, analytics_latency_bucket(e.duration_ms), s) else a.latency_hist end;
   if with_customer and e.customer_id is not null then
     insert into analytics_customer_days as d (organization_id, workflow_id, day, channel, customer_id, executions)
-    values (e.organization_id, e.workflow_id, (e.started_at at time zone 'UTC')::date, e.channel, e.customer_id, s)
-    on conflict (organization_id, workflow_id, day, channel, customer_id) do update set executions = d.executions + excluded.executions;
+    values (e.organization_id, e.workflow_id, dy, e.channel, e.customer_id, s)
+    on conflict (organization_id, workflow_id, day, channel, customer_id) do update set executions = d.executions + excluded.executions
+    returning (d.xmax = 0) into fresh;
+    -- xmax = 0: the row was inserted, not updated (the customer's first execution of the day).
+    if fresh then perform analytics_customer_day_added(e.organization_id, e.workflow_id, e.channel, e.customer_id, dy); end if;
   end if;
 end $$;
 
@@ -128,6 +239,8 @@ begin
           case when m.direction = 'inbound' then s else 0 end, case when m.direction = 'outbound' then s else 0 end)
   on conflict (organization_id, workflow_id, hour, trigger_id, channel, shard) do update set
     messages_in = a.messages_in + excluded.messages_in, messages_out = a.messages_out + excluded.messages_out;
+  perform analytics_add_daily(m.organization_id, wf, (m.created_at at time zone 'UTC')::date, tr, m.channel, array[0, 0, 0, 0, 0, 0, 0, 0,
+    case when m.direction = 'inbound' then s else 0 end, case when m.direction = 'outbound' then s else 0 end, 0, 0, 0, 0, 0]);
   if with_customer then
     insert into analytics_customer_days as d (organization_id, workflow_id, day, channel, customer_id, messages_in, messages_out)
     values (m.organization_id, '', (m.created_at at time zone 'UTC')::date, m.channel, m.customer_id,
@@ -141,9 +254,21 @@ create or replace function analytics_on_execution() returns trigger language plp
 begin
   if tg_op = 'INSERT' then
     perform analytics_add_execution(new, 1, true);
+    perform analytics_add_daily(new.organization_id, new.workflow_id, analytics_execution_day(new), coalesce(new.trigger_id, ''), new.channel,
+                                analytics_execution_daily(new, 1, true));
   else
     perform analytics_add_execution(old, -1, false);
     perform analytics_add_execution(new, 1, false);
+    if (old.organization_id, old.workflow_id, analytics_execution_day(old), coalesce(old.trigger_id, ''), old.channel)
+       is not distinct from (new.organization_id, new.workflow_id, analytics_execution_day(new), coalesce(new.trigger_id, ''), new.channel) then
+      perform analytics_add_daily(new.organization_id, new.workflow_id, analytics_execution_day(new), coalesce(new.trigger_id, ''), new.channel,
+                                  array(select x + y from unnest(analytics_execution_daily(old, -1, false), analytics_execution_daily(new, 1, false)) d(x, y)));
+    else
+      perform analytics_add_daily(old.organization_id, old.workflow_id, analytics_execution_day(old), coalesce(old.trigger_id, ''), old.channel,
+                                  analytics_execution_daily(old, -1, false));
+      perform analytics_add_daily(new.organization_id, new.workflow_id, analytics_execution_day(new), coalesce(new.trigger_id, ''), new.channel,
+                                  analytics_execution_daily(new, 1, false));
+    end if;
   end if;
   return null;
 end $$;
@@ -180,6 +305,13 @@ begin
     rating_sum = a.rating_sum + excluded.rating_sum, rating_count = a.rating_count + excluded.rating_count,
     nps_promoters = a.nps_promoters + excluded.nps_promoters, nps_detractors = a.nps_detractors + excluded.nps_detractors,
     nps_count = a.nps_count + excluded.nps_count;
+  -- The rebuild (at_shard given) derives the daily tier from the hourly one instead.
+  if at_shard is null then
+    perform analytics_add_daily(e.organization_id, e.workflow_id, (e.started_at at time zone 'UTC')::date, tr, e.channel, array[0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+      coalesce((select sum(x) from unnest(rating) x), 0), coalesce(cardinality(rating), 0),
+      coalesce((select count(*) from unnest(nps) x where x >= 9), 0), coalesce((select count(*) from unnest(nps) x where x <= 6), 0),
+      coalesce(cardinality(nps), 0)]::integer[]);
+  end if;
 end $$;
 
 create or replace function analytics_on_step() returns trigger language plpgsql as $$
@@ -217,7 +349,7 @@ end $$;
 -- Recomputes every rollup from the facts (backfill; bulk loads that bypass the triggers).
 create or replace function analytics_rebuild() returns void language plpgsql as $$
 begin
-  truncate analytics_hourly, analytics_node_hourly, analytics_customer_days;
+  truncate analytics_hourly, analytics_node_hourly, analytics_customer_days, analytics_daily, analytics_customer_returns;
   insert into analytics_hourly (organization_id, workflow_id, hour, trigger_id, channel, started, succeeded, failed, cancelled,
                                 timeout_errors, api_errors, validation_errors, duration_sum_ms, latency_hist)
   select organization_id, workflow_id, date_trunc('hour', started_at, 'UTC'), coalesce(trigger_id, ''), channel, count(*),
@@ -246,4 +378,22 @@ begin
   select organization_id, '', (created_at at time zone 'UTC')::date, channel, customer_id,
          count(*) filter (where direction = 'inbound'), count(*) filter (where direction = 'outbound')
     from messages group by 1, 2, 3, 4, 5;
+  insert into analytics_daily (organization_id, workflow_id, day, trigger_id, channel, started, succeeded, failed, cancelled, timeout_errors,
+                               api_errors, validation_errors, duration_sum_ms, messages_in, messages_out, rating_sum, rating_count,
+                               nps_promoters, nps_detractors, nps_count)
+  select organization_id, workflow_id, (hour at time zone 'UTC')::date, trigger_id, channel, sum(started), sum(succeeded), sum(failed),
+         sum(cancelled), sum(timeout_errors), sum(api_errors), sum(validation_errors), sum(duration_sum_ms), sum(messages_in),
+         sum(messages_out), sum(rating_sum), sum(rating_count), sum(nps_promoters), sum(nps_detractors), sum(nps_count)
+    from analytics_hourly group by 1, 2, 3, 4, 5;
+  insert into analytics_customer_returns (organization_id, workflow_id, channel, day, since_day, customers)
+  select organization_id, workflow_id, channel, day, coalesce(since, '-infinity'), count(*)
+    from (select organization_id, workflow_id, channel, day,
+                 lag(day) over (partition by organization_id, workflow_id, channel, customer_id order by day) as since
+            from analytics_customer_days where workflow_id <> '') x
+   group by 1, 2, 3, 4, 5;
+  insert into analytics_customer_returns (organization_id, workflow_id, channel, day, since_day, customers)
+  select organization_id, workflow_id, '', day, coalesce(since, '-infinity'), count(*)
+    from (select organization_id, workflow_id, day, lag(day) over (partition by organization_id, workflow_id, customer_id order by day) as since
+            from (select distinct organization_id, workflow_id, customer_id, day from analytics_customer_days where workflow_id <> '') y) x
+   group by 1, 2, 3, 4, 5;
 end $$;

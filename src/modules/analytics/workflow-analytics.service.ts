@@ -57,7 +57,7 @@ async function groups(em: EntityManager, scope: Scope, period: Period, by: Array
     const out = [];
     for (const [k, c] of [...perDim[0]!].sort(([a], [b]) => a.localeCompare(b))) {
       const sub: Scope = dims[0] === 'channel' ? { ...scope, channel: k } : scope;
-      const customers = dims[0] === 'channel' ? (await distinctCustomers(em, sub, period)).total : undefined;
+      const customers = dims[0] === 'channel' ? (await distinctCustomers(em, sub, period, { byChannel: false })).total : undefined;
       out.push({
         key: { [dims[0]!]: k },
         metrics: pickMetrics(

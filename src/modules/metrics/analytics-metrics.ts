@@ -168,7 +168,30 @@ function scopeFilter(scope: Scope, alias: string, opts: { workflowColumn?: strin
  * `channel` and the counters): rollup rows for whole hours, the same counters computed from
  * executions, messages and form steps for the partial edge hours.
  */
-function hourlyFacts(scope: Scope, period: Period): Sql {
+function hourlyFacts(scope: Scope, period: Period, opts: { days?: boolean } = {}): Sql {
+  const parts: string[] = [];
+  const params: unknown[] = [];
+  const cols = COUNTER_COLUMNS.join(', ');
+  // With `days`, whole UTC days come from the daily tier (a year is ~365 keys' rows, not ~8760).
+  const days = opts.days ? split(period, DAY_MS) : { whole: null, edges: [period] };
+  if (days.whole) {
+    const f = scopeFilter(scope, 'd');
+    parts.push(`select d.day::timestamp at time zone 'UTC', d.trigger_id, d.channel, ${cols} from analytics_daily d
+                 where ${f.sql} and d.day >= ?::date and d.day < ?::date`);
+    params.push(...f.params, isoDay(days.whole.start), isoDay(days.whole.end));
+  }
+  for (const part of days.edges) {
+    const hours = hourlyFactsOfHours(scope, part);
+    parts.push(hours.sql);
+    params.push(...hours.params);
+  }
+  return { sql: parts.join('\nunion all\n'), params };
+}
+
+const isoDay = (d: Date) => d.toISOString().slice(0, 10);
+
+/** hourlyFacts without the daily tier: whole hours from analytics_hourly, partial ones from the facts. */
+function hourlyFactsOfHours(scope: Scope, period: Period): Sql {
   const { whole, edges } = split(period, HOUR_MS);
   const parts: string[] = [];
   const params: unknown[] = [];
@@ -232,8 +255,9 @@ export async function sumCountersBy(
   by: Dimension[],
   granularity: Granularity = 'day',
 ): Promise<{ total: Counters } & Partial<Record<Dimension, Map<string, Counters>>>> {
-  const facts = hourlyFacts(scope, period);
   const dims = [...new Set(by)];
+  // Day-aligned answers read the daily tier for whole days; hours of the day need the hourly one.
+  const facts = hourlyFacts(scope, period, { days: granularity !== 'hour' && !dims.includes('hour_of_day') });
   const keys = dims.map((d, i) => `${dimensionSql(d, granularity)} as k${i}`);
   const ks = dims.map((_, i) => `k${i}`).join(', ');
   const sums = COUNTER_COLUMNS.map((c) => `coalesce(sum(${c}), 0)::float8 as ${c}`).join(', ');
@@ -323,37 +347,54 @@ export async function distinctCustomers(
   em: EntityManager,
   scope: Scope & { customerIds?: Sql },
   period: Period,
-  opts: { inbound?: boolean; granularity?: Granularity } = {},
+  opts: { inbound?: boolean; granularity?: Granularity; byChannel?: boolean } = {},
 ): Promise<{ total: number; byBucket: Map<string, number>; byChannel: Map<string, number>; ids: Sql }> {
   const { whole, edges } = opts.granularity === 'hour' ? { whole: null, edges: [period] } : split(period, DAY_MS);
-  const parts: string[] = [];
-  const params: unknown[] = [];
   const restrict = (alias: string) => (scope.customerIds ? ` and ${alias}.customer_id in (${scope.customerIds.sql})` : '');
   const restrictParams = scope.customerIds?.params ?? [];
+  // The live edges (partial days): rows (at, channel, customer_id) read from the facts.
+  const edgeParts: string[] = [];
+  const edgeParams: unknown[] = [];
+  for (const edge of edges) {
+    if (opts.inbound) {
+      const f = scopeFilter({ organizationId: scope.organizationId, ...(scope.channel ? { channel: scope.channel } : {}) }, 'm');
+      edgeParts.push(`select m.created_at, m.channel, m.customer_id from messages m
+                   where ${f.sql} and m.direction = 'inbound' and m.created_at >= ? and m.created_at < ?${restrict('m')}`);
+      edgeParams.push(...f.params, edge.start, edge.end, ...restrictParams);
+    } else {
+      const f = scopeFilter(scope, 'e');
+      edgeParts.push(`select e.started_at, e.channel, e.customer_id from executions e
+                   where ${f.sql} and e.customer_id is not null and e.started_at >= ? and e.started_at < ?${restrict('e')}`);
+      edgeParams.push(...f.params, edge.start, edge.end, ...restrictParams);
+    }
+  }
+  const parts: string[] = [];
+  const params: unknown[] = [];
   if (whole) {
     // A workflow's rows exist only for executions (executions > 0), so they need no filter and
     // the primary key answers the scan index-only; the organization's '' rows hold messages.
     const f = scopeFilter(opts.inbound ? { ...scope, workflowId: '' } : scope, 'd');
     parts.push(`select d.day::timestamp at time zone 'UTC' as at, d.channel, d.customer_id from analytics_customer_days d
                  where ${f.sql} and d.day >= ?::date and d.day < ?::date${opts.inbound ? ' and d.messages_in > 0' : ''}${restrict('d')}`);
-    params.push(...f.params, whole.start.toISOString().slice(0, 10), whole.end.toISOString().slice(0, 10), ...restrictParams);
+    params.push(...f.params, isoDay(whole.start), isoDay(whole.end), ...restrictParams);
   }
-  for (const edge of edges) {
-    if (opts.inbound) {
-      const f = scopeFilter({ organizationId: scope.organizationId, ...(scope.channel ? { channel: scope.channel } : {}) }, 'm');
-      parts.push(`select m.created_at, m.channel, m.customer_id from messages m
-                   where ${f.sql} and m.direction = 'inbound' and m.created_at >= ? and m.created_at < ?${restrict('m')}`);
-      params.push(...f.params, edge.start, edge.end, ...restrictParams);
-    } else {
-      const f = scopeFilter(scope, 'e');
-      parts.push(`select e.started_at, e.channel, e.customer_id from executions e
-                   where ${f.sql} and e.customer_id is not null and e.started_at >= ? and e.started_at < ?${restrict('e')}`);
-      params.push(...f.params, edge.start, edge.end, ...restrictParams);
-    }
-  }
+  parts.push(...edgeParts);
+  params.push(...edgeParams);
   if (parts.length === 0) return { total: 0, byBucket: new Map(), byChannel: new Map(), ids: { sql: 'select null::text where false', params: [] } };
   const rel = `(${parts.join(' union all ')}) c(at, channel, customer_id)`;
   const granularity = opts.granularity ?? 'day';
+  const ids = { sql: `select distinct customer_id from ${rel}`, params };
+  // One workflow's executions, over whole days, all channels or one, without the per-channel
+  // counts (`byChannel: false`): counted from the returns rollup (no set of customers to
+  // hash). Other questions (inbound customers, a customer segment, lists of workflows or
+  // channels, hour buckets, per-channel counts) count the set.
+  const workflowId = scope.workflowId;
+  const simple = !opts.inbound && !scope.customerIds && opts.byChannel === false && typeof scope.channel !== 'object';
+  if (whole && granularity !== 'hour' && simple && typeof workflowId === 'string' && workflowId !== '') {
+    const single = { organizationId: scope.organizationId, workflowId, ...(typeof scope.channel === 'string' ? { channel: scope.channel } : {}) };
+    const edgeSql = { sql: edgeParts.join(' union all '), params: edgeParams };
+    return { ...(await customersFromReturns(em, single, whole, granularity, edgeSql)), byChannel: new Map(), ids };
+  }
   // Distinct counts as hash aggregations over one materialized set (count(distinct) would sort it once per grouping).
   const rows = await em.execute<Array<{ kind: string; key: string; n: number }>>(
     `with c as materialized (select ${bucketSql('at', granularity)} as b, channel, customer_id from ${rel})
@@ -367,8 +408,75 @@ export async function distinctCustomers(
     total: rows.find((r) => r.kind === 'total')?.n ?? 0,
     byBucket: pick('bucket'),
     byChannel: pick('channel'),
-    ids: { sql: `select distinct customer_id from ${rel}`, params },
+    ids,
   };
+}
+
+/**
+ * Distinct customers of one workflow's executions from `analytics_customer_returns` (whole
+ * days [A, B)) plus the live edges (`edges`: rows (at, channel, customer_id) of the partial
+ * days, or empty). A group covering days [a, b) of the whole range counts the customer-days
+ * in it whose previous day (`since_day`) is before a: each customer once, on its first day
+ * there. An edge customer adds to a group unless it was seen on one of the group's whole
+ * days (an index probe per edge customer on analytics_customer_days).
+ */
+async function customersFromReturns(
+  em: EntityManager,
+  scope: { organizationId: string; workflowId: string; channel?: string },
+  whole: Period,
+  granularity: Exclude<Granularity, 'hour'>,
+  edges: Sql,
+): Promise<{ total: number; byBucket: Map<string, number> }> {
+  const [a, b] = [isoDay(whole.start), isoDay(whole.end)];
+  const o = scope.organizationId;
+  const w = scope.workflowId;
+  // Channel '' holds every channel's customers, each once a day; a channel's rows are its own tier.
+  const tier = scope.channel ?? '';
+  const bucketStart = `date_trunc('${granularity}', r.day::timestamp)::date`;
+  // One scan of the period's rows of the tier: small enough to be planned without parallel workers.
+  const reads: Array<Promise<Array<{ kind: string; key: string; n: number }>>> = [
+    em.execute(
+      `select case when grouping(b) = 1 then 'total' else 'bucket' end as kind, coalesce(to_char(b, 'YYYY-MM-DD'), '') as key,
+              (case when grouping(b) = 1 then coalesce(sum(r.customers) filter (where r.since_day < ?::date), 0)
+                    else coalesce(sum(r.customers) filter (where r.since_day < greatest(b, ?::date)), 0) end)::int as n
+         from (select r.*, ${bucketStart} as b from analytics_customer_returns r
+                where r.organization_id = ? and r.workflow_id = ? and r.channel = ? and r.day >= ?::date and r.day < ?::date) r
+        group by grouping sets ((), (b))`,
+      [a, a, o, w, tier, a, b],
+    ),
+  ];
+  if (edges.sql) {
+    // One probe per edge customer and group: was it seen on the group's whole days?
+    const inScope = scope.channel ? ' and d.channel = e.channel' : '';
+    const bs = `(e.bs at time zone 'UTC')::date`;
+    const probe = (from: string, to: string) =>
+      `(select 1 from analytics_customer_days d where d.organization_id = ? and d.workflow_id = ? and d.customer_id = e.customer_id
+                  and d.day >= ${from} and d.day < ${to}${inScope} limit 1)`;
+    reads.push(
+      em.execute(
+        `with e as materialized (select distinct date_trunc('${granularity}', c.at, 'UTC') as bs, c.channel, c.customer_id from (${edges.sql}) c(at, channel, customer_id)),
+              p as materialized (
+                select e.*, not exists ${probe('?::date', '?::date')} as fresh,
+                       not exists ${probe(`greatest(${bs}, ?::date)`, `least((${bs} + interval '1 ${granularity}')::date, ?::date)`)} as fresh_in_bucket
+                  from e)
+         select 'total' as kind, '' as key, count(distinct customer_id)::int as n from p where fresh
+         union all
+         select 'bucket', to_char((bs at time zone 'UTC')::date, 'YYYY-MM-DD'), count(distinct customer_id)::int from p where fresh_in_bucket group by bs`,
+        [...edges.params, o, w, a, b, o, w, a, b],
+      ),
+    );
+  }
+  const out = { total: 0, byBucket: new Map<string, number>() };
+  for (const rows of await Promise.all(reads)) {
+    for (const r of rows) {
+      const n = Number(r.n ?? 0);
+      if (r.kind === 'total') out.total += n;
+      else out.byBucket.set(r.key, (out.byBucket.get(r.key) ?? 0) + n);
+    }
+  }
+  // Groups of nobody are absent, as in the set-based count.
+  for (const [k, n] of out.byBucket) if (n === 0) out.byBucket.delete(k);
+  return out;
 }
 
 /** Mean rating (1–5), 2 decimals; null without answers, never 0. */
@@ -430,7 +538,7 @@ export const channelBreakdown = (byChannel: Map<string, Counters>): Record<strin
 export async function workflowMetricsOf(em: EntityManager, scope: Scope, period: Period, granularity: Granularity) {
   const [current, customers] = await Promise.all([
     sumCountersBy(em, scope, period, ['bucket', 'channel'], granularity),
-    distinctCustomers(em, scope, period, { granularity }),
+    distinctCustomers(em, scope, period, { granularity, byChannel: false }),
   ]);
   const metrics: WorkflowMetricsValues = { ...executionMetrics(current.total), unique_customers: customers.total, channel_breakdown: channelBreakdown(current.channel!) };
   const series = bucketStarts(period, granularity).map((start) => {
