@@ -21,6 +21,8 @@ let receiver: HttpsReceiver;
 let down = true;
 const workers: SpawnedProcess[] = [];
 let inProcess: TestWorker | undefined;
+/** The spawned worker (with the event dispatcher) now running, if any. */
+let running: SpawnedProcess | undefined;
 
 beforeAll(async () => {
   receiver = await startHttpsReceiver((req, n) => {
@@ -87,6 +89,7 @@ test('a recovery survives a worker SIGKILL mid-way: every event missed in the ou
 
   const second = startWorkerProcess();
   await second.waitForLine(/worker running/, 120_000);
+  running = second;
   const done = await waitFor(async () => {
     const r = (await t.request.get(`/v1/webhooks/${hookId}/recoveries/${rec.body.data.id}`).set(auth)).body.data;
     return r.status === 'completed' && r.delivered === 6 && r;
@@ -103,7 +106,11 @@ test('a recovery survives a worker SIGKILL mid-way: every event missed in the ou
 }, 300_000);
 
 test('a rate_limit of 5/s holds across two worker processes, retries included, and no retry is dropped', async () => {
-  // The spawned worker from the test before is still running; this process polls the same queue too.
+  // A spawned worker (the one from the test before, when it ran), and this process polling the same queue.
+  if (!running) {
+    running = startWorkerProcess();
+    await running.waitForLine(/worker running/, 120_000);
+  }
   inProcess = await startTestWorker({ taskQueue: t.config.TEMPORAL_TASK_QUEUE, activities: createActivities({ services: t.services }) });
   const orgId = await t.createOrg();
   const auth = bearer((await t.createKey('admin', orgId)).key);
