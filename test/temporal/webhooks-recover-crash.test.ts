@@ -15,6 +15,7 @@ import { waitFor } from '../helpers/wait';
 import { createActivities } from '../../temporal/activities';
 import { recordEvent } from '../../src/modules/events/outbox';
 import { recoveredDeliveryWorkflowId } from '../../temporal/webhook-recoveries.shared';
+import { deliveryWorkflowId } from '../../temporal/webhooks.shared';
 
 let t: TestApp;
 let receiver: HttpsReceiver;
@@ -136,4 +137,15 @@ test('a rate_limit of 5/s holds across two worker processes, retries included, a
   const JITTER_TOLERANCE_MS = 200;
   const spans = arrivals.slice(5).map((at, i) => at - arrivals[i]!);
   expect(Math.min(...spans)).toBeGreaterThanOrEqual(1000 - JITTER_TOLERANCE_MS);
+
+  // Both processes ran these deliveries: the workers (pid@host) that took their tasks.
+  const identities = new Set<string>();
+  for (const id of events) {
+    const history = await t.services.temporal.client.workflow.getHandle(deliveryWorkflowId(id, created.body.data.id)).fetchHistory();
+    for (const e of history.events ?? []) {
+      const identity = e.workflowTaskStartedEventAttributes?.identity ?? e.activityTaskStartedEventAttributes?.identity;
+      if (identity) identities.add(identity);
+    }
+  }
+  expect(identities.size).toBeGreaterThanOrEqual(2);
 }, 120_000);
