@@ -38,7 +38,7 @@ return turn - now
 `;
 
 /** While Redis cannot be reached a throttled webhook sends nothing; its attempts look again this much later. */
-export const THROTTLE_UNAVAILABLE_WAIT_MS = 2_000;
+export const THROTTLE_UNAVAILABLE_WAIT_MS = 10_000;
 
 type RedisWithThrottle = Redis & { webhookThrottle(gate: string, tail: string, intervalMs: number, holds: string): Promise<number> };
 
