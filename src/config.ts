@@ -98,6 +98,10 @@ const envSchema = z.object({
    */
   WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().min(0).max(24 * 365).default(72),
   WEBHOOK_DISABLE_MIN_ATTEMPTS: z.coerce.number().int().min(1).max(1_000_000).default(10),
+  /** Deliveries a webhook recovery starts per second, at most (the webhook's own rate_limit still applies to them). */
+  WEBHOOK_RECOVERY_RATE_PER_SECOND: z.coerce.number().int().min(1).max(1000).default(20),
+  /** Batches (one a second) a recovery workflow runs before it continues as new (bounds its Temporal history). */
+  WEBHOOK_RECOVERY_BATCHES_PER_RUN: z.coerce.number().int().min(1).max(1000).default(100),
   /** How often the event dispatcher polls the outbox when no NOTIFY woke it. */
   /** Dispatched events older than this are deleted (hourly); redelivery needs the event. */
   EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),

@@ -26,6 +26,7 @@ export const ID_PREFIX = {
   triggerExecution: 'trgexec',
   webhook: 'wh',
   webhookLog: 'whlog',
+  webhookRecovery: 'whr',
   event: 'evt',
   customer: 'cus',
   message: 'msg',

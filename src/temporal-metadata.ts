@@ -46,25 +46,28 @@ export function executionMetadata(
 /** Background jobs (starts/job-starts.ts): exports, reports, replays, dry runs. */
 export function jobMetadata(
   config: Pick<Config, 'BASE_URL'>,
-  kind: 'export' | 'report' | 'replay' | 'dry_run',
-  row: { id: string; organization_id: string; workflow_id?: string },
+  kind: 'export' | 'report' | 'replay' | 'dry_run' | 'webhook_recovery',
+  row: { id: string; organization_id: string; workflow_id?: string; webhook_id?: string },
 ): WorkflowMetadata {
   const ids: Array<[string, string | undefined]> = [
-    [{ export: 'Export', report: 'Report', replay: 'Replay', dry_run: 'Dry run' }[kind], row.id],
+    [{ export: 'Export', report: 'Report', replay: 'Replay', dry_run: 'Dry run', webhook_recovery: 'Webhook recovery' }[kind], row.id],
     ['Organization', row.organization_id],
     ['Workflow', row.workflow_id],
+    ['Webhook', row.webhook_id],
   ];
   const path = {
     export: `/v1/analytics/export/${row.id}`,
     report: `/v1/analytics/reports/${row.id}`,
     replay: `/v1/replays/${row.id}`,
     dry_run: `/v1/workflows/${row.workflow_id}/dry-runs/${row.id}`,
+    webhook_recovery: `/v1/webhooks/${row.webhook_id}/recoveries/${row.id}`,
   }[kind];
   const summary = {
     export: summaryLine('analytics export', row.id),
     report: summaryLine('analytics report', row.id),
     replay: summaryLine('bulk replay', row.id),
     dry_run: summaryLine('dry run', row.id, row.workflow_id && `workflow ${row.workflow_id}`),
+    webhook_recovery: summaryLine('webhook recovery', row.id, row.webhook_id && `of ${row.webhook_id}`),
   }[kind];
   return { staticSummary: summary, staticDetails: staticDetails(ids, api(config, path)) };
 }

@@ -113,8 +113,24 @@ export interface RetryDetails {
 
 /** The attempt activity's input: the delivery's, plus the attempts this workflow made before it as a local activity. */
 export interface WebhookAttemptInput extends WebhookDeliveryInput {
+  /** Attempts this workflow made before this activity schedule (its local one, or those before a throttle wait). */
   localAttempts?: number;
+  /** Back after a throttle wait: this attempt holds its turn in the webhook's queue (docs/webhooks.md#throttle). */
+  holdsTurn?: boolean;
 }
+
+/**
+ * The attempt activity's answer when the webhook's rate_limit has no room yet: nothing was
+ * sent. The workflow sleeps `waitMs` (a timer: no worker slot, no retry attempt spent) and
+ * asks again, its attempt count still `attemptsMade`.
+ */
+export interface WebhookThrottled {
+  status: 'throttled';
+  waitMs: number;
+  attemptsMade: number;
+}
+
+export type WebhookAttemptResult = WebhookDeliveryResult | WebhookThrottled;
 
 export type WebhookDeliveryResult =
   | { status: 'delivered'; attempt: number; responseCode: number }

@@ -259,6 +259,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/{webhook_id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Redeliver the webhook's events of a window (all, or those whose last attempt failed), as one rate-limited Temporal workflow
+         * @description Answers at once with the recovery; GET its id for progress. Each event is delivered once: an event another recovery is delivering or has delivered is skipped. Deliveries start at most WEBHOOK_RECOVERY_RATE_PER_SECOND a second, and the webhook's rate_limit applies to them.
+         */
+        post: operations["recoverWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/recoveries/{recovery_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A recovery's progress: its window, status and counts */
+        get: operations["getWebhookRecovery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/triggers": {
         parameters: {
             query?: never;
@@ -2316,6 +2353,11 @@ export interface components {
              */
             disabled_at: string | null;
             /**
+             * @description Extension: deliveries per second to this endpoint at most, retries included, across all workers; attempts beyond it wait their turn. null: unthrottled
+             * @example 5
+             */
+            rate_limit: number | null;
+            /**
              * Format: date-time
              * @example 2026-11-22T10:00:00.000Z
              */
@@ -2347,6 +2389,11 @@ export interface components {
             /** @default true */
             active?: boolean;
             retry_policy?: components["schemas"]["WebhookRetryPolicy"];
+            /**
+             * @description Extension: deliveries per second to this endpoint at most, retries included, across all workers; attempts beyond it wait their turn. null: unthrottled
+             * @example 5
+             */
+            rate_limit?: number | null;
         };
         /** @description Retries after the first attempt; the delay before retry n is min(retry_delay_ms × 2^(n−1), 30000) ms */
         WebhookRetryPolicy: {
@@ -2373,6 +2420,11 @@ export interface components {
              * @example 2026-11-22T10:00:00.000Z
              */
             disabled_at: string | null;
+            /**
+             * @description Extension: deliveries per second to this endpoint at most, retries included, across all workers; attempts beyond it wait their turn. null: unthrottled
+             * @example 5
+             */
+            rate_limit: number | null;
             /**
              * Format: date-time
              * @example 2026-11-22T10:00:00.000Z
@@ -2411,6 +2463,11 @@ export interface components {
              */
             disabled_at: string | null;
             /**
+             * @description Extension: deliveries per second to this endpoint at most, retries included, across all workers; attempts beyond it wait their turn. null: unthrottled
+             * @example 5
+             */
+            rate_limit: number | null;
+            /**
              * Format: date-time
              * @example 2026-11-22T10:00:00.000Z
              */
@@ -2437,6 +2494,11 @@ export interface components {
              */
             events?: components["schemas"]["EventType"][];
             retry_policy?: components["schemas"]["WebhookRetryPolicy"];
+            /**
+             * @description Extension: deliveries per second to this endpoint at most, retries included, across all workers; attempts beyond it wait their turn. null: unthrottled
+             * @example 5
+             */
+            rate_limit?: number | null;
             /** @description Extension: re-enable a webhook (e.g. after a 410 switched it off) */
             active?: boolean;
         };
@@ -2506,6 +2568,68 @@ export interface components {
             log_id: string;
             /** @enum {string} */
             status: "queued";
+        };
+        WebhookRecovery: {
+            /** @example whr_4eC39HqLyjWDarjtT1zd */
+            id: string;
+            webhook_id: string;
+            /**
+             * @description The run's page in the Temporal UI (its latest run); present only when the service is configured with TEMPORAL_UI_URL
+             * @example http://localhost:8233/namespaces/default/workflows/exec_4eC39HqLyjWDarjtT1zd
+             */
+            temporal_ui_url?: string;
+            /**
+             * @description running until every matched event has its delivery started or is skipped
+             * @enum {string}
+             */
+            status: "running" | "completed";
+            window: {
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T10:00:00.000Z
+                 */
+                since: string;
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T10:00:00.000Z
+                 */
+                until: string;
+                /** @enum {string|null} */
+                status: "failed" | null;
+            };
+            /** @description Events of the window (and status) when the recovery was created */
+            matched: number;
+            /** @description Deliveries this recovery started */
+            started: number;
+            /** @description Events another recovery is delivering or has delivered (or purged since) */
+            skipped: number;
+            /** @description Events not yet reached */
+            pending: number;
+            /** @description Started deliveries that succeeded */
+            delivered: number;
+            /** @description Started deliveries whose attempts so far failed (their retries may still follow) */
+            failed: number;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            completed_at: string | null;
+        };
+        WebhookRecover: {
+            /** @description Events created at or after (ISO 8601); within EVENT_RETENTION_DAYS (default 30) */
+            since: string;
+            /** @description Events created before; default now, never in the future */
+            until?: string;
+            /**
+             * @description Only events whose last attempt to this webhook failed, or that were never attempted (sent while it was disabled). Omitted: every event
+             * @enum {string}
+             */
+            status?: "failed";
         };
         Trigger: components["schemas"]["MessageTrigger"] | components["schemas"]["ScheduleTrigger"] | components["schemas"]["WebhookTrigger"] | components["schemas"]["ApiTrigger"];
         MessageTrigger: {
@@ -6553,6 +6677,285 @@ export interface operations {
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that limit's window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When that window resets, in Unix seconds */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    recoverWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays the first response for 24 h */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookRecover"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebhookRecovery"];
+                    };
+                };
+            };
+            /** @description INVALID_DATE_RANGE | INVALID_REQUEST | MISSING_REQUIRED_FIELD */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description MISSING_AUTHENTICATION | INVALID_API_KEY | INVALID_TOKEN */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INSUFFICIENT_PERMISSIONS | SCOPE_INSUFFICIENT */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description WEBHOOK_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED | IDEMPOTENCY_KEY_IN_USE */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description WEBHOOK_VALIDATION_FAILED */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that limit's window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When that window resets, in Unix seconds */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWebhookRecovery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+                recovery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebhookRecovery"];
+                    };
+                };
+            };
+            /** @description INVALID_REQUEST | MISSING_REQUIRED_FIELD */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description MISSING_AUTHENTICATION | INVALID_API_KEY | INVALID_TOKEN */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INSUFFICIENT_PERMISSIONS | SCOPE_INSUFFICIENT */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description WEBHOOK_NOT_FOUND | WEBHOOK_RECOVERY_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {

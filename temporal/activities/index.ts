@@ -13,6 +13,7 @@ import { createReportActivities } from './reports.activities';
 import { createReplayActivities } from './replays.activities';
 import { createTriggerActivities } from './triggers.activities';
 import { createWebhookActivities } from './webhooks.activities';
+import { createWebhookRecoveryActivities } from './webhook-recoveries.activities';
 
 import type { Services } from '../../src/services';
 
@@ -28,6 +29,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createTriggerActivities({ services: deps.services }),
     ...createWebhookActivities({ services: deps.services }),
     ...createExportActivities({ services: deps.services }),
+    ...createWebhookRecoveryActivities({ services: deps.services }),
     ...createReportActivities({ services: deps.services }),
     ...createFileExpiryActivities({ services: deps.services }),
     ...createReplayActivities({ services: deps.services }),

@@ -13,21 +13,25 @@ import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/comm
 import type { Services } from '../../src/services';
 import { performDeliveryAttempt } from '../../src/modules/webhooks/webhook.delivery';
 import { WebhookSender } from '../../src/modules/webhooks/webhook.sender';
+import { WebhookThrottle } from '../../src/modules/webhooks/webhook-throttle';
 import {
   delayAfterRetryAfter,
   type RetryDetails,
   type WebhookAttemptInput,
-  type WebhookDeliveryResult,
+  type WebhookAttemptResult,
 } from '../webhooks.shared';
 import { WEBHOOK_FINAL_FAILURE, WEBHOOK_RETRYABLE_FAILURE } from '../failure-types';
 
 export function createWebhookActivities(deps: { services: Services; sender?: WebhookSender }) {
   let sender = deps.sender;
   const getSender = () => (sender ??= WebhookSender.fromConfig(deps.services.config));
+  let throttle: WebhookThrottle | undefined;
+  const getThrottle = () => (throttle ??= new WebhookThrottle(deps.services.redis, deps.services.config.REDIS_KEY_PREFIX, deps.services.logger));
   return {
-    async deliverWebhookAttempt(input: WebhookAttemptInput): Promise<WebhookDeliveryResult> {
+    async deliverWebhookAttempt(input: WebhookAttemptInput): Promise<WebhookAttemptResult> {
       // The attempt's place in this delivery's retry schedule, and in the event's count.
-      const n = (input.localAttempts ?? 0) + Context.current().info.attempt;
+      const { attempt: scheduleAttempt } = Context.current().info;
+      const n = (input.localAttempts ?? 0) + scheduleAttempt;
       const attempt = (input.previousAttempts ?? 0) + n;
       // Plain statements on the pool (no unit of work), so no fork.
       const result = await performDeliveryAttempt(deps.services.hotPool, getSender(), {
@@ -35,11 +39,15 @@ export function createWebhookActivities(deps: { services: Services; sender?: Web
         webhookId: input.webhookId,
         organizationId: input.organizationId,
         attempt,
+        // A Temporal retry of this schedule arrives after its backoff: it queues afresh.
+        holdsTurn: input.holdsTurn === true && scheduleAttempt === 1,
       }, {
         afterMs: deps.services.config.WEBHOOK_DISABLE_AFTER_HOURS * 3_600_000,
         minAttempts: deps.services.config.WEBHOOK_DISABLE_MIN_ATTEMPTS,
-      });
+      }, getThrottle());
       switch (result.kind) {
+        case 'throttled':
+          return { status: 'throttled', waitMs: result.waitMs, attemptsMade: n - 1 };
         case 'skipped':
           return { status: 'skipped', reason: result.reason };
         case 'delivered':

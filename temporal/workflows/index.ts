@@ -7,6 +7,7 @@ export * from './connectivity.workflow';
 export { executionWorkflow } from './execution.workflow';
 export * from './scheduled-trigger.workflow';
 export * from './webhook-delivery.workflow';
+export * from './webhook-recovery.workflow';
 export * from './export.workflow';
 export * from './report.workflow';
 export * from './file-expiry.workflow';

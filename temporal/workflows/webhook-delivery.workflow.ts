@@ -15,6 +15,7 @@ import {
   retryDelayMs,
   WEBHOOK_DELIVERY_WORKFLOW_VERSION,
   type RetryDetails,
+  type WebhookAttemptResult,
   type WebhookDeliveryInput,
   type WebhookDeliveryResult,
 } from '../webhooks.shared';
@@ -42,14 +43,20 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
       startToCloseTimeout: attemptTimeoutMs(input.httpTimeoutMs),
       retry: { maximumAttempts: 1 },
     });
+    let local: WebhookAttemptResult;
     try {
-      return await withSummary(deliverWebhookAttempt, `deliver to ${input.webhookId} · local attempt`, input);
+      local = await withSummary(deliverWebhookAttempt, `deliver to ${input.webhookId} · local attempt`, input);
     } catch (err) {
       // A local activity's own failure arrives as is; an ActivityFailure wraps the others.
       const cause = err instanceof ActivityFailure ? err.cause : err;
       if (cause instanceof ApplicationFailure && cause.nonRetryable) throw err;
       await sleep(retryAfterMs(cause) ?? retryDelayMs(input.retryPolicy, 1));
+      return await taskQueueAttempts(input, 1);
     }
+    if (local.status !== 'throttled') return local;
+    // The webhook's rate_limit had no room: nothing was sent, the first attempt is still to come.
+    await sleep(local.waitMs);
+    return await taskQueueAttempts(input, 0, true);
   }
   return await taskQueueAttempts(input, 1);
 }
@@ -64,11 +71,24 @@ function retryAfterMs(cause: unknown): number | undefined {
   return typeof details?.nextRetryDelayMs === 'number' ? details.nextRetryDelayMs : undefined;
 }
 
-/** The attempts after `localAttempts`, as the task-queue activity under the rest of the retry policy. */
-function taskQueueAttempts(input: WebhookDeliveryInput, localAttempts: number) {
-  const { deliverWebhookAttempt } = proxyActivities<WebhookActivities>({
-    startToCloseTimeout: attemptTimeoutMs(input.httpTimeoutMs),
-    retry: buildDeliveryRetryPolicy(input.retryPolicy, localAttempts),
-  });
-  return withSummary(deliverWebhookAttempt, `deliver to ${input.webhookId}`, localAttempts ? { ...input, localAttempts } : input);
+/**
+ * The attempts after `localAttempts`, as the task-queue activity under the rest of the
+ * retry policy. A throttled webhook's attempt that found no room answers `throttled`
+ * (docs/webhooks.md#throttle): the workflow waits its turn on a timer, then schedules the
+ * rest of the policy again from the attempts actually made, holding that turn. Without a
+ * rate_limit that never happens and the commands are those of before the throttle.
+ */
+async function taskQueueAttempts(input: WebhookDeliveryInput, localAttempts: number, holdsTurn = false): Promise<WebhookDeliveryResult> {
+  for (let made = localAttempts, holds = holdsTurn; ; ) {
+    const { deliverWebhookAttempt } = proxyActivities<WebhookActivities>({
+      startToCloseTimeout: attemptTimeoutMs(input.httpTimeoutMs),
+      retry: buildDeliveryRetryPolicy(input.retryPolicy, made),
+    });
+    const attemptInput = made || holds ? { ...input, ...(made ? { localAttempts: made } : {}), ...(holds ? { holdsTurn: true } : {}) } : input;
+    const result = await withSummary(deliverWebhookAttempt, `deliver to ${input.webhookId}`, attemptInput);
+    if (result.status !== 'throttled') return result;
+    await sleep(result.waitMs);
+    made = result.attemptsMade;
+    holds = true;
+  }
 }

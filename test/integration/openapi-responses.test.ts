@@ -251,6 +251,13 @@ const CALLS: Array<[string, () => Promise<unknown>]> = [
       [hook],
     );
     expectStatus(await call('POST', `/v1/webhooks/${hook}/logs/whlog_openapi/redeliver`), 200);
+    const since = new Date(Date.now() - 3_600_000).toISOString();
+    const recovery = expectStatus(await call('POST', `/v1/webhooks/${hook}/recover`, { body: { since, status: 'failed' } }), 202).data.id;
+    expectStatus(await call('POST', `/v1/webhooks/${hook}/recover`, { body: { since, until: since } }), 400);
+    expectStatus(await call('GET', `/v1/webhooks/${hook}/recoveries/${recovery}`), 200);
+    expectStatus(await call('GET', `/v1/webhooks/${hook}/recoveries/whr_missing`), 404);
+    expectStatus(await call('PUT', `/v1/webhooks/${hook}`, { body: { active: false, rate_limit: 5 } }), 200);
+    expectStatus(await call('POST', `/v1/webhooks/${hook}/recover`, { body: { since } }), 422);
     expectStatus(await call('DELETE', `/v1/webhooks/${hook}`), 200);
   }],
   ['triggers of every type', async () => {
@@ -461,6 +468,7 @@ const VALID_BODIES: Record<string, object> = {
   'PUT /v1/webhooks/{webhook_id}': { name: 'Renamed' },
   'POST /v1/webhooks/{webhook_id}/test': { event_type: 'workflow.completed' },
   'POST /v1/webhooks/{webhook_id}/rotate-secret': {},
+  'POST /v1/webhooks/{webhook_id}/recover': { since: '2026-01-01T00:00:00Z' },
   'PUT /v1/triggers/{trigger_id}': { name: 'Renamed' },
   'POST /v1/triggers/{trigger_id}/fire': { order: 1 },
   'PUT /v1/customers/{customer_id}': { name: 'Renamed' },

@@ -40,5 +40,12 @@ describe('API with Temporal down', () => {
     const dryRun = await t.request.post(`/v1/workflows/${wf.body.data.id}/dry-runs`).set(bearer(key)).send({ execution_ids: [executionId] });
     expect([dryRun.status, dryRun.body.data.status]).toEqual([201, 'pending']);
     expect(await t.query('select status, temporal_started_at from dry_runs')).toEqual([{ status: 'pending', temporal_started_at: null }]);
+
+    // So is a webhook recovery: 202, running, its start left to the reconciler.
+    const hook = await t.request.post('/v1/webhooks').set(bearer(key)).send({ url: 'https://127.0.0.1:9/hooks', events: ['workflow.completed'] });
+    expect(hook.status).toBe(201);
+    const recovery = await t.request.post(`/v1/webhooks/${hook.body.data.id}/recover`).set(bearer(key)).send({ since: new Date(Date.now() - 60_000).toISOString() });
+    expect([recovery.status, recovery.body.data.status]).toEqual([202, 'running']);
+    expect(await t.query('select status, temporal_started_at from webhook_recoveries')).toEqual([{ status: 'running', temporal_started_at: null }]);
   });
 });

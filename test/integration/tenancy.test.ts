@@ -44,6 +44,9 @@ describe('tenancy', () => {
     ids.webhook_id = (webhook as { data: { id: string } }).data.id;
     const channel = await ok(post('/v1/channels', { type: 'http', name: 'Private channel', config: { url: 'http://127.0.0.1:9/send', channel: 'whatsapp' } }));
     ids.channel_id = (channel as { data: { id: string } }).data.id;
+    // No worker: the recovery stays `running`, its counts unchanged.
+    const recovery = await ok(post(`/v1/webhooks/${ids.webhook_id}/recover`, { since: new Date(Date.now() - 3_600_000).toISOString() }), 202);
+    ids.recovery_id = (recovery as { data: { id: string } }).data.id;
     const kb = await ok(post('/v1/knowledge-bases', { name: 'Private KB' }));
     ids.knowledge_base_id = (kb as { data: { id: string } }).data.id;
     const article = await ok(post(`/v1/knowledge-bases/${ids.knowledge_base_id}/articles`, { title: 'Refunds', content: 'Within 30 days.' }));
@@ -83,6 +86,7 @@ describe('tenancy', () => {
           `/v1/triggers/${ids.trigger_id}`,
           `/v1/webhooks/${ids.webhook_id}`,
           `/v1/channels/${ids.channel_id}`,
+          `/v1/webhooks/${ids.webhook_id}/recoveries/${ids.recovery_id}`,
           `/v1/knowledge-bases/${ids.knowledge_base_id}`,
           `/v1/knowledge-bases/${ids.knowledge_base_id}/articles/${ids.article_id}`,
           `/v1/customers/${ids.customer_id}`,
@@ -109,6 +113,7 @@ describe('tenancy', () => {
     'put /v1/webhooks/{webhook_id}': { name: 'Taken over' },
     'post /v1/webhooks/{webhook_id}/test': { event_type: 'workflow.completed' },
     'post /v1/webhooks/{webhook_id}/rotate-secret': {},
+    'post /v1/webhooks/{webhook_id}/recover': { since: new Date(Date.now() - 3_600_000).toISOString() },
     'put /v1/triggers/{trigger_id}': { name: 'Taken over' },
     'post /v1/triggers/{trigger_id}/fire': { order: 1 },
     'put /v1/customers/{customer_id}': { name: 'Taken over' },

@@ -31,6 +31,7 @@ import { Migration20261202000300_execution_resets } from './Migration20261202000
 import { Migration20261204000100_rollup_functions } from './Migration20261204000100_rollup_functions';
 import { Migration20261207000100_channels } from './Migration20261207000100_channels';
 import { Migration20261208000100_idempotency_leases } from './Migration20261208000100_idempotency_leases';
+import { Migration20261206000100_webhook_recoveries } from './Migration20261206000100_webhook_recoveries';
 import { Migration20261209000100_daily_rollups } from './Migration20261209000100_daily_rollups';
 
 export const migrationsList = [
@@ -63,5 +64,6 @@ export const migrationsList = [
   { name: 'Migration20261204000100_rollup_functions', class: Migration20261204000100_rollup_functions },
   { name: 'Migration20261207000100_channels', class: Migration20261207000100_channels },
   { name: 'Migration20261208000100_idempotency_leases', class: Migration20261208000100_idempotency_leases },
+  { name: 'Migration20261206000100_webhook_recoveries', class: Migration20261206000100_webhook_recoveries },
   { name: 'Migration20261209000100_daily_rollups', class: Migration20261209000100_daily_rollups },
 ];

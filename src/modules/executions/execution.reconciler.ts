@@ -17,7 +17,7 @@ import { EXECUTION_START } from './execution.starter';
 import { redeliverReplies } from './reply-delivery';
 
 /** The durable start kinds besides executions (counted together as `jobs`). */
-const JOB_KINDS: Array<StartKind<JobRow>> = [JOBS.export, JOBS.report, JOBS.replay, JOBS.dryRun];
+const JOB_KINDS: Array<StartKind<JobRow>> = [JOBS.export, JOBS.report, JOBS.replay, JOBS.dryRun, JOBS.webhookRecovery];
 
 export async function reconcileOnce(services: Services, graceMs = services.config.EXECUTION_RECONCILE_GRACE_MS) {
   const started = await reconcileStarts(services, EXECUTION_START, { graceMs });

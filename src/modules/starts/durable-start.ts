@@ -35,7 +35,7 @@ export interface StartOptions extends WorkflowMetadata {
 /** One kind of durably started work; `S` is what one start needs. */
 export interface StartKind<S> {
   /** The owner's table (its module writes the rows; this module stamps `temporal_started_at` on its behalf). */
-  table: 'executions' | 'exports' | 'reports' | 'replays' | 'dry_runs';
+  table: 'executions' | 'exports' | 'reports' | 'replays' | 'dry_runs' | 'webhook_recoveries';
   workflowType: string;
   /** The workflow id scheme (docs/architecture.md, "Workflow ids"), from the row's id. */
   workflowId: (id: string) => string;

@@ -11,6 +11,7 @@ import { EXPORT_WORKFLOW_TYPE, exportWorkflowId, REPORT_WORKFLOW_TYPE, reportWor
 import { REPLAY_WORKFLOW_TYPE, replayWorkflowId, type ReplayWorkflowInput } from '../../../temporal/replays.shared';
 import { DRY_RUN_WORKFLOW_TYPE, dryRunWorkflowId, type DryRunWorkflowInput } from '../../../temporal/dry-runs.shared';
 import { jobMetadata } from '../../temporal-metadata';
+import { WEBHOOK_RECOVERY_WORKFLOW_TYPE, webhookRecoveryWorkflowId, type WebhookRecoveryWorkflowInput } from '../../../temporal/webhook-recoveries.shared';
 import type { StartKind } from './durable-start';
 
 type JobMetadataKind = Parameters<typeof jobMetadata>[1];
@@ -21,6 +22,7 @@ export interface JobRow {
   organization_id: string;
   rate_per_second?: number;
   workflow_id?: string;
+  webhook_id?: string;
 }
 
 /** A job table's unconfirmed starts: its `status` is `activeStatus` until the workflow ends it. */
@@ -35,7 +37,7 @@ function jobKind(k: {
   workflowType: string;
   workflowId: (id: string) => string;
   /** The workflow's input, rebuilt from the committed row so the reconciler needs nothing else. */
-  input: (row: JobRow, services: Services) => FileJobInput | ReplayWorkflowInput | DryRunWorkflowInput;
+  input: (row: JobRow, services: Services) => FileJobInput | ReplayWorkflowInput | DryRunWorkflowInput | WebhookRecoveryWorkflowInput;
   /** Its summary and details in the Temporal UI (temporal-metadata.ts). */
   metadata: JobMetadataKind;
   /** What finds the job's run in the Temporal UI, besides the organization. */
@@ -100,5 +102,18 @@ export const JOBS = {
     workflowId: dryRunWorkflowId,
     input: (row): DryRunWorkflowInput => ({ dryRunId: row.id }),
     searchAttributes: (row) => [{ key: SearchAttributeKeys.workflowId, value: row.workflow_id! }],
+  }),
+  webhookRecovery: jobKind({
+    metadata: 'webhook_recovery',
+    table: 'webhook_recoveries',
+    activeStatus: 'running',
+    workflowType: WEBHOOK_RECOVERY_WORKFLOW_TYPE,
+    workflowId: webhookRecoveryWorkflowId,
+    input: (row, services): WebhookRecoveryWorkflowInput => ({
+      recoveryId: row.id,
+      organizationId: row.organization_id,
+      ratePerSecond: services.config.WEBHOOK_RECOVERY_RATE_PER_SECOND,
+      batchesPerRun: services.config.WEBHOOK_RECOVERY_BATCHES_PER_RUN,
+    }),
   }),
 };

@@ -8,6 +8,7 @@ import { type HotPool, hotQuery } from '../../db/hot-query';
 import { newId } from '../../ids';
 import { insertEventsSql } from '../events/outbox';
 import { classifyAnswer, MAX_RESPONSE_BODY_BYTES, type WebhookSender } from './webhook.sender';
+import type { WebhookThrottle } from './webhook-throttle';
 
 /** `metadata.version`: the payload format. */
 export const EVENT_PAYLOAD_VERSION = '1.0';
@@ -36,6 +37,8 @@ export function buildEventPayload(
 
 export type AttemptResult =
   | { kind: 'skipped'; reason: string }
+  /** The webhook's rate_limit has no room yet: nothing was sent nor logged; ask again in `waitMs` holding the turn. */
+  | { kind: 'throttled'; waitMs: number }
   | { kind: 'delivered'; attempt: number; responseCode: number }
   | { kind: 'retry'; attempt: number; message: string; retryAfterMs: number | undefined }
   | { kind: 'final'; attempt: number; message: string };
@@ -48,6 +51,7 @@ interface AttemptRow {
   /** The rotated-out secret while its overlap lasts, else null. */
   previous_secret: string | null;
   active: boolean;
+  rate_limit: number | null;
   event_id: string | null;
   event_type: string | null;
   /** timestamptz as the ORM's pool returns it: PostgreSQL's text form. */
@@ -62,7 +66,7 @@ interface AttemptRow {
  */
 const LOAD_ATTEMPT = {
   name: 'webhook_attempt_load',
-  text: `select w.id as webhook_id, w.organization_id, w.url, w.secret, w.active,
+  text: `select w.id as webhook_id, w.organization_id, w.url, w.secret, w.active, w.rate_limit,
                 case when w.previous_secret_expires_at > now() then w.previous_secret end as previous_secret,
                 e.id as event_id, e.type as event_type, e.created_at as event_created_at, e.data as event_data
            from webhooks w left join events e on e.id = $2 and e.organization_id = $3
@@ -130,6 +134,24 @@ const DISABLE_IF_PERSISTENTLY_FAILING = {
          ${disabledEvent('$4')}`,
 };
 
+/**
+ * A wait this short is spent in the attempt itself (holding its turn) instead of a workflow
+ * timer: a timer and the next activity cost more than that in Temporal round trips, and
+ * holding a worker slot for at most this long is cheap.
+ */
+export const INLINE_THROTTLE_WAIT_MS = 250;
+
+/** 0 when the attempt may send now; else the wait for the workflow's timer. */
+async function waitForTurn(throttle: WebhookThrottle, webhookId: string, rate: number, holdsTurn: boolean): Promise<number> {
+  let waitMs = await throttle.acquire(webhookId, rate, holdsTurn);
+  // Bounded: each pass either sends or waits at most INLINE_THROTTLE_WAIT_MS again.
+  for (let pass = 0; waitMs > 0 && waitMs <= INLINE_THROTTLE_WAIT_MS && pass < 8; pass++) {
+    await new Promise((r) => setTimeout(r, waitMs));
+    waitMs = await throttle.acquire(webhookId, rate, true);
+  }
+  return waitMs;
+}
+
 /** When delivery disables a webhook whose attempts keep failing (WEBHOOK_DISABLE_AFTER_HOURS, WEBHOOK_DISABLE_MIN_ATTEMPTS). */
 export interface DisablePolicy {
   afterMs: number;
@@ -145,13 +167,19 @@ export interface DisablePolicy {
 export async function performDeliveryAttempt(
   pool: HotPool,
   sender: WebhookSender,
-  input: { eventId: string; webhookId: string; organizationId: string; attempt: number },
+  input: { eventId: string; webhookId: string; organizationId: string; attempt: number; holdsTurn?: boolean },
   disablePolicy?: DisablePolicy,
+  throttle?: WebhookThrottle,
 ): Promise<AttemptResult> {
   const [row] = await hotQuery<AttemptRow>(pool, LOAD_ATTEMPT, [input.webhookId, input.eventId, input.organizationId]);
   if (!row) return { kind: 'skipped', reason: 'webhook deleted' };
   if (!row.active) return { kind: 'skipped', reason: 'webhook inactive' };
   if (row.event_id === null) return { kind: 'skipped', reason: 'event not found' };
+  // Only a throttled webhook asks Redis: the unthrottled path costs one more column.
+  if (row.rate_limit !== null && throttle) {
+    const waitMs = await waitForTurn(throttle, row.webhook_id, row.rate_limit, input.holdsTurn ?? false);
+    if (waitMs > 0) return { kind: 'throttled', waitMs };
+  }
   const event = { id: row.event_id, type: row.event_type!, createdAt: new Date(row.event_created_at!), data: row.event_data! };
 
   const { attempt } = input;

@@ -14,7 +14,7 @@ export const WEBHOOK_DISABLED_REASONS = ['gone', 'persistent_failure'] as const;
 export type WebhookDisabledReason = (typeof WEBHOOK_DISABLED_REASONS)[number];
 
 export class Webhook {
-  [OptionalProps]?: 'active' | 'maxRetries' | 'retryDelayMs' | 'createdAt' | 'updatedAt' | 'disabledReason' | 'disabledAt' | 'failuresCountedFrom' | 'previousSecret' | 'previousSecretExpiresAt';
+  [OptionalProps]?: 'active' | 'maxRetries' | 'retryDelayMs' | 'createdAt' | 'updatedAt' | 'disabledReason' | 'disabledAt' | 'failuresCountedFrom' | 'previousSecret' | 'previousSecretExpiresAt' | 'rateLimit';
   id!: string;
   organizationId!: string;
   name!: string;
@@ -34,6 +34,8 @@ export class Webhook {
   /** The secret the last rotation replaced: it signs beside `secret` until `previousSecretExpiresAt`. */
   previousSecret: string | null = null;
   previousSecretExpiresAt: Date | null = null;
+  /** Deliveries per second at most, retries included, across all workers; null: unthrottled. */
+  rateLimit: number | null = null;
 }
 
 export const WebhookSchema = new EntitySchema<Webhook>({
@@ -56,6 +58,7 @@ export const WebhookSchema = new EntitySchema<Webhook>({
     failuresCountedFrom: { type: 'Date', fieldName: 'failures_counted_from', nullable: true },
     previousSecret: { type: 'text', fieldName: 'previous_secret', nullable: true },
     previousSecretExpiresAt: { type: 'Date', fieldName: 'previous_secret_expires_at', nullable: true },
+    rateLimit: { type: 'integer', fieldName: 'rate_limit', nullable: true },
   },
 });
 

@@ -8,6 +8,8 @@ import type { Webhook, WebhookLog } from './webhook.entity';
 import {
   classifyWebhookIssue,
   EventCatalogOut,
+  RecoverIn,
+  RecoveryOut,
   RedeliveryOut,
   RotateSecretIn,
   RotateSecretOut,
@@ -20,6 +22,7 @@ import {
   WebhookLogParams,
   WebhookLogQuery,
   WebhookOut,
+  WebhookRecoveryParams,
   WebhookTestIn,
   WebhookTestOut,
   WebhookUpdate,
@@ -27,6 +30,7 @@ import {
 import { eventCatalog } from './webhook.events-doc';
 import { WebhookSender } from './webhook.sender';
 import { WebhookService } from './webhook.service';
+import { WebhookRecoveryService } from './webhook-recovery.service';
 
 export function toWebhookListItem(h: Webhook): z.output<typeof WebhookListItemOut> {
   return {
@@ -37,6 +41,7 @@ export function toWebhookListItem(h: Webhook): z.output<typeof WebhookListItemOu
     active: h.active,
     disabled_reason: h.disabledReason,
     disabled_at: h.disabledAt?.toISOString() ?? null,
+    rate_limit: h.rateLimit,
     created_at: h.createdAt.toISOString(),
     updated_at: h.updatedAt.toISOString(),
   };
@@ -67,6 +72,7 @@ export function webhookRoutes(services: Services): AnyRoute[] {
   let sender: WebhookSender | undefined;
   const getSender = () => (sender ??= WebhookSender.fromConfig(services.config));
   const svc = () => new WebhookService(services.orm.em.fork(), services, getSender);
+  const recoveries = new WebhookRecoveryService(services);
   const tag = 'Webhooks';
   return [
     defineRoute({
@@ -247,6 +253,42 @@ export function webhookRoutes(services: Services): AnyRoute[] {
       ],
       async handler({ params, credential }) {
         return { data: await svc().redeliver(credential.organizationId, params.webhook_id, params.log_id) };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/webhooks/{webhook_id}/recover',
+      operationId: 'recoverWebhook',
+      summary: "Redeliver the webhook's events of a window (all, or those whose last attempt failed), as one rate-limited Temporal workflow",
+      description:
+        'Answers at once with the recovery; GET its id for progress. Each event is delivered once: an event another recovery is ' +
+        'delivering or has delivered is skipped. Deliveries start at most WEBHOOK_RECOVERY_RATE_PER_SECOND a second, and the ' +
+        "webhook's rate_limit applies to them.",
+      tag,
+      scope: 'webhooks:write',
+      limits: ['resource_write'],
+      params: WebhookIdParams,
+      body: RecoverIn,
+      status: 202,
+      response: z.object({ data: RecoveryOut }),
+      errors: [NOT_FOUND, [400, 'INVALID_DATE_RANGE'], [422, 'WEBHOOK_VALIDATION_FAILED']],
+      async handler({ params, body, credential }) {
+        return { data: await recoveries.create(credential.organizationId, params.webhook_id, body) };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/webhooks/{webhook_id}/recoveries/{recovery_id}',
+      operationId: 'getWebhookRecovery',
+      summary: "A recovery's progress: its window, status and counts",
+      tag,
+      scope: 'webhooks:read',
+      limits: ['resource_read'],
+      params: WebhookRecoveryParams,
+      response: z.object({ data: RecoveryOut }),
+      errors: [[404, 'WEBHOOK_NOT_FOUND | WEBHOOK_RECOVERY_NOT_FOUND']],
+      async handler({ params, credential }) {
+        return { data: await recoveries.get(credential.organizationId, params.webhook_id, params.recovery_id) };
       },
     }),
   ];

@@ -9,6 +9,7 @@ import { paginationQuery } from '../../http/pagination';
 import { isoDateTime, queryBoolean, type IssueClassifier } from '../../http/validation';
 import { Timestamp } from '../../http/openapi';
 import { z } from '../../http/zod';
+import { TemporalUiUrlOut } from '../../temporal-ui';
 import { EVENT_TYPES } from '../events/event.entity';
 import { DEFAULT_MAX_RETRIES, DEFAULT_RETRY_DELAY_MS, WEBHOOK_DISABLED_REASONS, WEBHOOK_LOG_STATUSES } from './webhook.entity';
 
@@ -35,6 +36,19 @@ export const RetryPolicy = z
     description: 'Retries after the first attempt; the delay before retry n is min(retry_delay_ms × 2^(n−1), 30000) ms',
   });
 
+export const RATE_LIMIT_MAX = 1000;
+const rateLimit = z
+  .number()
+  .int()
+  .min(1)
+  .max(RATE_LIMIT_MAX)
+  .nullable()
+  .openapi({
+    description:
+      'Extension: deliveries per second to this endpoint at most, retries included, across all workers; attempts beyond it wait their turn. null: unthrottled',
+    example: 5,
+  });
+
 const secret = z
   .string()
   .min(SECRET_MIN)
@@ -51,6 +65,7 @@ export const WebhookIn = z
     secret,
     active: z.boolean().default(true),
     retry_policy: RetryPolicy.optional(),
+    rate_limit: rateLimit.optional(),
   })
   .openapi('WebhookCreate');
 export type WebhookIn = z.output<typeof WebhookIn>;
@@ -60,6 +75,7 @@ export const WebhookUpdate = z
     name: name.optional(),
     events: events.optional(),
     retry_policy: RetryPolicy.optional(),
+    rate_limit: rateLimit.optional(),
     active: z.boolean().optional().openapi({ description: 'Extension: re-enable a webhook (e.g. after a 410 switched it off)' }),
   })
   .openapi('WebhookUpdate');
@@ -75,6 +91,7 @@ const webhookBase = {
     description: 'Extension: why delivery switched the webhook off (gone: a 410; persistent_failure); null when active or switched off by a client',
   }),
   disabled_at: Timestamp.nullable().openapi({ description: 'Extension: when delivery switched it off' }),
+  rate_limit: rateLimit,
   created_at: Timestamp,
   updated_at: Timestamp,
 };
@@ -167,6 +184,38 @@ export const RedeliveryOut = z
     status: z.literal('queued'),
   })
   .openapi('WebhookRedelivery');
+
+export const RECOVERY_STATUSES = ['running', 'completed'] as const;
+
+export const RecoverIn = z
+  .strictObject({
+    since: isoDateTime.openapi({ description: 'Events created at or after (ISO 8601); within EVENT_RETENTION_DAYS (default 30)' }),
+    until: isoDateTime.optional().openapi({ description: 'Events created before; default now, never in the future' }),
+    status: z.literal('failed').optional().openapi({
+      description: 'Only events whose last attempt to this webhook failed, or that were never attempted (sent while it was disabled). Omitted: every event',
+    }),
+  })
+  .openapi('WebhookRecover');
+
+export const WebhookRecoveryParams = z.object({ webhook_id: z.string().max(64), recovery_id: z.string().max(64) });
+
+export const RecoveryOut = z
+  .object({
+    id: z.string().openapi({ example: 'whr_4eC39HqLyjWDarjtT1zd' }),
+    webhook_id: z.string(),
+    temporal_ui_url: TemporalUiUrlOut,
+    status: z.enum(RECOVERY_STATUSES).openapi({ description: 'running until every matched event has its delivery started or is skipped' }),
+    window: z.object({ since: Timestamp, until: Timestamp, status: z.literal('failed').nullable() }),
+    matched: z.number().int().openapi({ description: 'Events of the window (and status) when the recovery was created' }),
+    started: z.number().int().openapi({ description: 'Deliveries this recovery started' }),
+    skipped: z.number().int().openapi({ description: 'Events another recovery is delivering or has delivered (or purged since)' }),
+    pending: z.number().int().openapi({ description: 'Events not yet reached' }),
+    delivered: z.number().int().openapi({ description: 'Started deliveries that succeeded' }),
+    failed: z.number().int().openapi({ description: 'Started deliveries whose attempts so far failed (their retries may still follow)' }),
+    created_at: Timestamp,
+    completed_at: Timestamp.nullable(),
+  })
+  .openapi('WebhookRecovery');
 
 export const classifyWebhookIssue: IssueClassifier = ({ path, issue }) => {
   // An unknown top-level field (e.g. `url` on update) is a plain INVALID_REQUEST.

@@ -78,6 +78,7 @@ export class WebhookService {
       active: input.active,
       maxRetries: input.retry_policy?.max_retries ?? 3,
       retryDelayMs: input.retry_policy?.retry_delay_ms ?? 1000,
+      rateLimit: input.rate_limit ?? null,
     });
     await flushOrConflict(this.em, urlTaken);
     return hook;
@@ -91,6 +92,8 @@ export class WebhookService {
       hook.maxRetries = input.retry_policy.max_retries;
       hook.retryDelayMs = input.retry_policy.retry_delay_ms;
     }
+    // Deliveries read it at each attempt: a change applies to those in flight too.
+    if (input.rate_limit !== undefined) hook.rateLimit = input.rate_limit;
     if (input.active !== undefined && input.active !== hook.active) {
       hook.active = input.active;
       hook.disabledReason = null;
