@@ -159,12 +159,11 @@ describe('chart: what it runs (examples/minimal.yaml)', () => {
     const settings = find(all, 'ConfigMap', 'wfa-workflow-automation').data ?? {};
     const credentials = find(all, 'Secret', 'wfa-workflow-automation').stringData ?? {};
     const workerEnv = envOf(container(find(all, 'Deployment', 'wfa-workflow-automation-worker'))) as Record<string, string>;
-    const { MIGRATE_ON_START: _migrate, ...workerSettings } = workerEnv;
-    const env = { ...settings, ...credentials, ...workerSettings };
+    const env = { ...settings, ...credentials, ...workerEnv };
     const config = loadConfig(env) as unknown as Record<string, unknown>;
     // Every name the chart sets is one the service reads (an unknown one would be ignored).
     for (const name of Object.keys(env)) expect([name, name in config]).toEqual([name, true]);
-    expect(config).toMatchObject({ FILE_STORAGE: 's3', S3_BUCKET: 'wfa-files', S3_FORCE_PATH_STYLE: true, PORT: 3000, METRICS_PORT: 9464, NODE_ENV: 'production' });
+    expect(config).toMatchObject({ MIGRATE_ON_START: false, FILE_STORAGE: 's3', S3_BUCKET: 'wfa-files', S3_FORCE_PATH_STYLE: true, PORT: 3000, METRICS_PORT: 9464, NODE_ENV: 'production' });
   });
 });
 

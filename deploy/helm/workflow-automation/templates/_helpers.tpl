@@ -75,7 +75,7 @@ cannot run without, so that a broken release fails at `helm install`, not in a c
 {{- with $v.temporal.uiUrl }}{{ $_ := set $c "TEMPORAL_UI_URL" . }}{{ end -}}
 {{- with $v.s3.endpoint }}{{ $_ := set $c "S3_ENDPOINT" . }}{{ end -}}
 {{- with $v.trustProxy }}{{ $_ := set $c "TRUST_PROXY" (toString .) }}{{ end -}}
-{{- $reserved := list "MIGRATE_ON_START" "METRICS_PORT" "DATABASE_URL" "REDIS_URL" "S3_ACCESS_KEY_ID" "S3_SECRET_ACCESS_KEY" "AI_MODEL_API_KEY" -}}
+{{- $reserved := list "MIGRATE_ON_START" "METRICS_PORT" "DATABASE_URL" "REDIS_URL" "SECRETS_ENCRYPTION_KEY" "S3_ACCESS_KEY_ID" "S3_SECRET_ACCESS_KEY" "AI_MODEL_API_KEY" -}}
 {{- range $name, $value := $v.config -}}
 {{- if or (hasKey $c $name) (has $name $reserved) -}}
 {{- fail (printf "config.%s: set by the chart from its own values or secrets (see values.yaml)" $name) -}}
