@@ -86,6 +86,8 @@ export async function recordCallStart(
         input: { message: '', call_sid: call.callSid, from: call.from, to: call.to, channel_connection_id: c.id },
       })
     : undefined;
+  // The customer before the message that references it: these entities declare no relations, so the unit of work does not order them.
+  await em.flush();
   const metadata = { type: 'call', call_sid: call.callSid, to: call.to, channel_connection_id: c.id };
   const message = em.create(ConversationMessage, {
     id: newId('message'),
@@ -106,9 +108,8 @@ export async function recordCallStart(
     data: { message_id: message.id, customer_id: customer.id, external_id: call.from, channel: 'voice', text: '[call]', metadata, execution_id: pending?.executionId ?? null },
   });
   await em.flush();
-  await em
-    .getConnection()
-    .execute('insert into voice_calls (call_sid, organization_id, connection_id, execution_id, customer_id, from_number, to_number) values (?, ?, ?, ?, ?, ?, ?)', [
+  // em.execute: inside the caller's transaction (getConnection().execute would not be).
+  await em.execute('insert into voice_calls (call_sid, organization_id, connection_id, execution_id, customer_id, from_number, to_number) values (?, ?, ?, ?, ?, ?, ?)', [
       call.callSid,
       organizationId,
       c.id,
