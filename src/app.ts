@@ -47,6 +47,7 @@ import { webhookRoutes } from './modules/webhooks/webhook.routes';
 import { analyticsRoutes } from './modules/analytics/analytics.routes';
 import { channelRoutes } from './modules/channels/channel.routes';
 import { channelHooksRouter, registerChannelHookDocs } from './modules/channels/channel-hooks.routes';
+import { registerVoiceHookDocs, voiceHooks } from './modules/voice/voice-hooks.routes';
 import { registerWebhookEventDocs } from './modules/webhooks/webhook.events-doc';
 import type { Services } from './services';
 import { readinessChecks } from './readiness';
@@ -135,6 +136,8 @@ export function createApp(services: ApiServices) {
   app.use(requestContext(services.logger, services.metrics, services));
   // The OAuth server and its pages take form bodies and answer in OAuth's own shapes.
   app.use(oauthMiddleware(services));
+  // Twilio's voice hook takes form bodies and answers TwiML.
+  app.use(voiceHooks(services));
   app.use(jsonBodyThenInputGuard);
   // All the routers in one, each request tested against the few routes of its path prefix.
   app.use(withNotFoundFallback(routeByPrefix([...EXTRA_ROUTER_FACTORIES.map((f) => f(services)), router])));
@@ -148,6 +151,7 @@ function mountApi(router: Router, services: ApiServices) {
   registerWebhookEventDocs(registry);
   registerTriggerReceiverDocs(registry);
   registerChannelHookDocs(registry);
+  registerVoiceHookDocs(registry);
   registerOAuthDocs(registry);
   registerOperationalDocs(registry);
   return generateDocument(registry, services.config.BASE_URL);

@@ -138,6 +138,14 @@ const envSchema = z.object({
     .refine((v) => v === undefined || v === '' || parseSecretsKey(v) !== undefined, 'must be 32 bytes, base64 (44 characters) or hex (64 characters)'),
   /** The Meta Graph API base (with its version): WhatsApp Cloud API and Instagram Messaging connections. */
   META_GRAPH_API_URL: z.url().default('https://graph.facebook.com/v21.0'),
+  /** Twilio's REST API base: the `/test` of twilio_voice connections reads the account there. */
+  TWILIO_API_URL: z.url().default('https://api.twilio.com'),
+  /**
+   * How long a voice hook waits for the execution to reach its next wait (or its end) before
+   * answering `<Pause length="1"/><Redirect>` back to itself: the caller hears a short pause,
+   * and the redirected request collects what was produced since.
+   */
+  VOICE_ANSWER_BUDGET_MS: z.coerce.number().int().min(100).max(14_000).default(4_000),
   /** Executions: unset stores outbound messages as the transcript only; set, each is also POSTed here. */
   CHANNEL_PROVIDER_URL: z.url().optional(),
   CHANNEL_PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),

@@ -31,8 +31,15 @@ export interface MessageTemplateSpec {
   components?: Array<Record<string, unknown>>;
 }
 
+/** TwiML `<Say>` attributes of a node on a voice call. */
+export interface NodeVoiceSpec {
+  language?: string;
+  voice?: string;
+}
+
 export interface MessageNodeSpec {
   id: string;
+  voice?: NodeVoiceSpec;
   type: 'message';
   content: string;
   template?: MessageTemplateSpec;
@@ -40,6 +47,7 @@ export interface MessageNodeSpec {
 }
 export interface AiResponseNodeSpec {
   id: string;
+  voice?: NodeVoiceSpec;
   type: 'ai_response';
   knowledge_base: string;
   confidence_threshold?: number;
@@ -54,6 +62,7 @@ export interface FormFieldSpec {
 }
 export interface FormNodeSpec {
   id: string;
+  voice?: NodeVoiceSpec;
   type: 'form';
   fields: FormFieldSpec[];
   timeout_seconds?: number;

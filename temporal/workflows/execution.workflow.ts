@@ -60,6 +60,8 @@ import {
 } from '../executions.shared';
 import { ACTIVITY_DECIDES_RETRY, ExecutionErrorTypes, FailureTypes, isChannelErrorType } from '../failure-types';
 import { describeState, type ExecutionState, executionStateQuery, summaryLine, withSummary } from '../summaries.shared';
+import { CALLER_HUNG_UP, normalizeSpokenReply } from '../voice.shared';
+import { VoiceCall } from './voice-call';
 
 const NON_RETRYABLE = [ExecutionErrorTypes.validation, ExecutionErrorTypes.api, ExecutionErrorTypes.notRunning];
 
@@ -192,6 +194,17 @@ export async function executionWorkflow(input: ExecutionWorkflowInput): Promise<
 }
 
 export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode): Promise<ExecutionWorkflowResult> {
+  // A phone call's execution also answers the voice hook's turns (voice-call.ts).
+  const voice = mode.kind === 'live' && input.channel === 'voice' ? new VoiceCall() : undefined;
+  try {
+    return await walk(input, mode, voice);
+  } finally {
+    // Cancelled: nothing more to answer.
+    if (voice) await voice.finish().catch(() => undefined);
+  }
+}
+
+async function walk(input: ExecutionWorkflowInput, mode: RunMode, voice: VoiceCall | undefined): Promise<ExecutionWorkflowResult> {
   // The one switch of a dry run: other activity names (another sink), a context they accept, recorded replies.
   const prefix = mode.kind === 'dry_run' ? DRY_RUN_ACTIVITY_PREFIX : '';
   const { nodeActs, aiActs, localNodeActs } = nodeActivities(input.infraRetryMs ?? DEFAULT_INFRA_RETRY_MS, prefix);
@@ -208,12 +221,14 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
   const replies: CustomerReply[] = mode.kind === 'dry_run' ? [...mode.replies] : [];
   const seenReplies = new Set<string>();
   const progress: ExecutionProgress = { nodeId: null, waitingForInput: false, stepsCompleted: 0 };
-  setHandler(customerReplySignal, (reply) => {
+  const acceptReply = (reply: CustomerReply) => {
     if (seenReplies.has(reply.messageId)) return;
     seenReplies.add(reply.messageId);
     replies.push(reply);
-  });
+  };
+  setHandler(customerReplySignal, acceptReply);
   setHandler(executionProgressQuery, () => progress);
+  voice?.install(acceptReply, () => progress.waitingForInput && replies.length === 0);
   // Where the run stands, for operators: the UI's current details and query `state` say the same.
   let state: ExecutionState = { phase: 'starting', node_id: null, node_type: null, steps_completed: 0 };
   const enter = (next: Omit<ExecutionState, 'steps_completed'>) => {
@@ -233,7 +248,7 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
 
   /** Waits for the reply to prompt `attempt` up to the timeout; then settles a late claim in PostgreSQL. */
   const awaitReply = async (node: FormNodeSpec, field: string, attempt: number, timeoutMs: number): Promise<boolean> => {
-    if (await condition(() => replies.length > 0, timeoutMs)) return true;
+    if (await condition(() => replies.length > 0 || voice?.hungUp === true, timeoutMs) && replies.length > 0) return true;
     // The reply may have claimed the wait in PostgreSQL with its signal still on the way.
     const late = await withSummary(nodeActs.closeFormWait, `node ${node.id} · form · ${field} · close wait`, { ctx, nodeId: node.id, field, attempt });
     if (late.reply && !seenReplies.has(late.reply.messageId)) {
@@ -257,6 +272,7 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
           attempt,
           text: prompt,
         });
+        voice?.ask(prompt, field, node.voice);
         progress.waitingForInput = true;
         const since = Date.now();
         enter({
@@ -273,10 +289,12 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
         progress.waitingForInput = false;
         enter({ phase: 'running', node_id: node.id, node_type: 'form', field: field.name, attempt });
         if (!got && mode.kind === 'dry_run') throw new RepliesExhausted(node, field.name);
+        if (!got && voice?.hungUp) throw new NodeFailure(node, startedAt, 'timeout', `the caller hung up before answering "${field.name}"`, CALLER_HUNG_UP);
         if (!got) throw new NodeFailure(node, startedAt, 'timeout', `no reply for "${field.name}" within ${timeoutMs / 1000} s`);
         const reply = replies.shift()!;
         lastCustomerText = reply.text;
-        const checked = validateFormReply(field, reply.text);
+        // Speech recognition spells out what a keyboard would type ("john at example dot com").
+        const checked = validateFormReply(field, voice ? normalizeSpokenReply(field.type, reply.text) : reply.text);
         if ('value' in checked) {
           answers[field.name] = checked.value;
           break;
@@ -344,7 +362,8 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
       // Timed out or lost: the node-by-node path finds what it recorded.
       result = { sent: [] };
     }
-    for (const text of result.sent) {
+    for (const [i, text] of result.sent.entries()) {
+      voice?.say(text, run[i]!.voice);
       lastResponse = text;
       progress.stepsCompleted++;
     }
@@ -379,10 +398,12 @@ export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode)
           // Version 2 runs never consult the patch: they get here only for a node a run stopped at.
           const acts = messageRuns || patched(MESSAGE_NODES_LOCAL) ? localNodeActs : nodeActs;
           lastResponse = (await withSummary(acts.runMessageNode, `node ${current.id} · message`, { ctx, node: current, startedAt })).message_sent;
+          voice?.say(lastResponse, current.voice);
         } else if (current.type === 'ai_response') {
           lastResponse = (
             await withSummary(aiActs.runAiResponseNode, `node ${current.id} · ai_response · ${current.knowledge_base}`, { ctx, node: current, startedAt, question: lastCustomerText })
           ).response;
+          voice?.say(lastResponse, current.voice);
         } else {
           await collectForm(current, startedAt);
         }

@@ -10,6 +10,7 @@ import type { Response } from 'supertest';
 import { signBody, SIGNATURE_HEADER } from '../../src/http/signature';
 import { createActivities } from '../../temporal/activities';
 import { hubSignature, whatsAppText } from '../helpers/fake-meta';
+import { twilioSignature } from '../helpers/fake-twilio';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { createUser, signInAndConsent } from '../helpers/oauth';
 import { OpenApiContract } from '../helpers/openapi-contract';
@@ -215,6 +216,17 @@ const CALLS: Array<[string, () => Promise<unknown>]> = [
     const odd = JSON.stringify({ hello: 'world' });
     expectStatus(await call('POST', hook, { key: null, body: odd, headers: { ...signed, 'X-Hub-Signature-256': hubSignature('app-secret', odd) } }), 400);
     expectStatus(await call('POST', '/hooks/channels/chn_missing', { key: null, body: payload, headers: signed }), 404);
+    // A Twilio voice connection's hook: a signed call with no voice workflow is answered with TwiML.
+    const line = expectStatus(
+      await call('POST', '/v1/channels', { body: { type: 'twilio_voice', name: 'Line', config: { account_sid: `AC${'0'.repeat(32)}`, auth_token: 'auth-token', phone_number: '+14155550100' } } }),
+      201,
+    ).data;
+    const callParams = { CallSid: `CA${'1'.repeat(32)}`, From: '+14155550199', To: '+14155550100', CallStatus: 'ringing' };
+    const voiceHook = new URL(line.webhook_url).pathname;
+    const twilioSigned = { 'X-Twilio-Signature': twilioSignature('auth-token', line.webhook_url, callParams) };
+    expectStatus(await call('POST', voiceHook, { key: null, form: callParams, headers: twilioSigned }), 200);
+    expectStatus(await call('POST', voiceHook, { key: null, form: callParams, headers: { 'X-Twilio-Signature': 'AAAA' } }), 403);
+    expectStatus(await call('POST', '/hooks/voice/chn_missing', { key: null, form: callParams, headers: twilioSigned }), 404);
   }],
   ['knowledge bases', async () => {
     const kb = expectStatus(await call('POST', '/v1/knowledge-bases', { body: { name: 'FAQ' } }), 201).data.id;

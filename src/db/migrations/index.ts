@@ -33,6 +33,7 @@ import { Migration20261207000100_channels } from './Migration20261207000100_chan
 import { Migration20261208000100_idempotency_leases } from './Migration20261208000100_idempotency_leases';
 import { Migration20261206000100_webhook_recoveries } from './Migration20261206000100_webhook_recoveries';
 import { Migration20261209000100_daily_rollups } from './Migration20261209000100_daily_rollups';
+import { Migration20261210000100_voice_calls } from './Migration20261210000100_voice_calls';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -66,4 +67,5 @@ export const migrationsList = [
   { name: 'Migration20261208000100_idempotency_leases', class: Migration20261208000100_idempotency_leases },
   { name: 'Migration20261206000100_webhook_recoveries', class: Migration20261206000100_webhook_recoveries },
   { name: 'Migration20261209000100_daily_rollups', class: Migration20261209000100_daily_rollups },
+  { name: 'Migration20261210000100_voice_calls', class: Migration20261210000100_voice_calls },
 ];

@@ -16,6 +16,8 @@ const CONVERSATION_STEPS = ['message_received', 'execution_started', 'first_repl
 const REASON_SQL = `case
   when x.id is null then 'no workflow matched'
   when x.status = 'cancelled' then 'cancelled'
+  when x.status = 'failed' and x.error_type = 'timeout' and x.channel = 'voice'
+   and exists (select 1 from execution_steps hs where hs.execution_id = x.id and hs.error_type = 'caller_hung_up') then 'caller_hung_up'
   when x.status = 'failed' and x.error_type = 'timeout' then 'no reply before the form timed out'
   when x.status = 'failed' then coalesce(x.error_type, 'failed')
   when x.status = 'running' then 'still running'

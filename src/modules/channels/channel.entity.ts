@@ -5,7 +5,7 @@
  */
 import { EntitySchema, OptionalProps } from '@mikro-orm/core';
 
-export const CHANNEL_CONNECTION_TYPES = ['whatsapp_cloud', 'instagram', 'http'] as const;
+export const CHANNEL_CONNECTION_TYPES = ['whatsapp_cloud', 'instagram', 'http', 'twilio_voice'] as const;
 export type ChannelConnectionType = (typeof CHANNEL_CONNECTION_TYPES)[number];
 
 /** `unauthorized`: the provider refused the stored token (Graph code 190 or a 401); a new token makes it active again. */
@@ -13,7 +13,7 @@ export const CHANNEL_CONNECTION_STATUSES = ['active', 'disabled', 'unauthorized'
 export type ChannelConnectionStatus = (typeof CHANNEL_CONNECTION_STATUSES)[number];
 
 /** The names of the sealed secrets; which ones a connection has depends on its type. */
-export type ChannelSecretName = 'access_token' | 'app_secret' | 'secret' | 'verify_token';
+export type ChannelSecretName = 'access_token' | 'app_secret' | 'secret' | 'verify_token' | 'auth_token';
 
 export class ChannelConnection {
   [OptionalProps]?: 'status' | 'createdAt' | 'updatedAt' | 'deletedAt';

@@ -2,6 +2,7 @@
 import { paginationQuery } from '../../http/pagination';
 import { z } from '../../http/zod';
 import { Channel } from '../workflows/workflow.schemas';
+import { TwilioVoiceConfig, TwilioVoiceConfigUpdate } from '../voice/voice.schemas';
 import { CHANNEL_CONNECTION_STATUSES, CHANNEL_CONNECTION_TYPES } from './channel.entity';
 
 const Name = z.string().trim().min(1).max(200);
@@ -31,6 +32,7 @@ export const ChannelConnectionIn = z
     z.strictObject({ type: z.literal('whatsapp_cloud'), name: Name, config: WhatsAppCloudConfig }),
     z.strictObject({ type: z.literal('instagram'), name: Name, config: InstagramConfig }),
     z.strictObject({ type: z.literal('http'), name: Name, config: HttpConfig }),
+    z.strictObject({ type: z.literal('twilio_voice'), name: Name, config: TwilioVoiceConfig }),
   ])
   .openapi('ChannelConnectionCreate');
 export type ChannelConnectionIn = z.output<typeof ChannelConnectionIn>;
@@ -49,6 +51,7 @@ export const ChannelConnectionUpdate = z
         access_token: Secret('').optional(),
         app_secret: Secret('').optional(),
         secret: Secret('').optional(),
+        ...TwilioVoiceConfigUpdate.shape,
       })
       .optional(),
   })
@@ -64,11 +67,11 @@ export const ChannelConnectionOut = z
     status: z.enum(CHANNEL_CONNECTION_STATUSES),
     config: z
       .record(z.string(), z.string())
-      .openapi({ description: 'The non-secret fields only: phone_number_id, instagram_account_id, or url and channel' }),
+      .openapi({ description: 'The non-secret fields only: phone_number_id, instagram_account_id, url and channel, or account_sid and phone_number' }),
     webhook_url: z
       .string()
       .nullable()
-      .openapi({ description: "The callback URL to paste into Meta's console (null for http connections)", example: 'https://api.example.com/hooks/channels/chn_4f9Qk2R7sT1uVwXyZ0aB' }),
+      .openapi({ description: "The callback URL to paste into Meta's console, or into the Twilio number's voice webhooks (null for http connections)", example: 'https://api.example.com/hooks/channels/chn_4f9Qk2R7sT1uVwXyZ0aB' }),
     created_at: z.string(),
     updated_at: z.string(),
   })

@@ -13,6 +13,7 @@ import { newId, randomBase62 } from '../../ids';
 import { secretBoxOf } from '../../secrets';
 import { ChannelConnection, type ChannelConnectionType, type ChannelSecretName } from './channel.entity';
 import type { ChannelConnectionIn, ChannelConnectionUpdate } from './channel.schemas';
+import { fetchTwilioAccount } from '../voice/twilio-api';
 import { fetchGraphNode, GraphError } from './meta-graph';
 
 export const channelNotFound = () => notFound('CHANNEL_NOT_FOUND', 'Channel connection');
@@ -23,6 +24,7 @@ const FIELDS: Record<ChannelConnectionType, { shown: string[]; secret: ChannelSe
   whatsapp_cloud: { shown: ['phone_number_id'], secret: ['access_token', 'app_secret'] },
   instagram: { shown: ['instagram_account_id'], secret: ['access_token', 'app_secret'] },
   http: { shown: ['url', 'channel'], secret: ['secret'] },
+  twilio_voice: { shown: ['account_sid', 'phone_number'], secret: ['auth_token'] },
 };
 
 /** Graph's node of a Meta connection: the phone number or the Instagram account. */
@@ -61,7 +63,7 @@ export class ChannelService {
   async create(organizationId: string, input: ChannelConnectionIn): Promise<{ connection: ChannelConnection; verifyToken: string }> {
     const { shown, sealed } = this.split(input.type, input.config);
     const verifyToken = newVerifyToken();
-    const channel = input.type === 'whatsapp_cloud' ? 'whatsapp' : input.type === 'instagram' ? 'instagram' : input.config.channel;
+    const channel = input.type === 'whatsapp_cloud' ? 'whatsapp' : input.type === 'instagram' ? 'instagram' : input.type === 'twilio_voice' ? 'voice' : input.config.channel;
     const connection = this.em.create(ChannelConnection, {
       id: newId('channelConnection'),
       organizationId,
@@ -160,6 +162,10 @@ export class ChannelService {
         if (!(err instanceof GraphError)) throw err;
         return { ok: false, status_code: err.status, error_message: err.message, unauthorized: err.kind === 'unauthorized' };
       }
+    }
+    if (c.type === 'twilio_voice') {
+      const res = await fetchTwilioAccount({ baseUrl: this.config.TWILIO_API_URL, accountSid: c.config.account_sid!, authToken: this.openSecret(c, 'auth_token') ?? '', timeoutMs });
+      return { ...res, unauthorized: res.status_code === 401 };
     }
     const secret = this.openSecret(c, 'secret');
     try {

@@ -110,6 +110,8 @@ export function liveExecutionSink(services: Services): ExecutionSink {
     },
 
     async deliver(ctx, msg) {
+      // A call hears its messages in the TwiML answers of the voice hook (src/modules/voice): the transcript row is the delivery.
+      if (ctx.channel === 'voice') return;
       // An organization's own connection first (src/modules/channels); the adapter is the development default.
       const connection = await channels.connectionFor(ctx);
       if (connection) return await channels.send(connection, ctx, msg);

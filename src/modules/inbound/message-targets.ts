@@ -135,7 +135,7 @@ function match(candidates: Candidates, customerId: string | null, msg: InboundMe
   const configured = [...workflows.values()]
     .filter((w) => {
       const trigger = w.channel === msg.channel ? w.configuration!.trigger : undefined;
-      return trigger !== undefined && messageMatches({ keywords: trigger.keywords, case_sensitive: false, exact_match: false } as never, msg.message);
+      return trigger?.type === 'keyword' && messageMatches({ keywords: trigger.keywords, case_sensitive: false, exact_match: false } as never, msg.message);
     })
     .map((w) => w.id);
   return { version: candidates.version, triggers, configured, workflows, customerId };

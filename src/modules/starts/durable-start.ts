@@ -60,6 +60,23 @@ export interface StartKind<S> {
 }
 
 /**
+ * The Temporal start options of a committed row: its kind's id scheme, queue and policies.
+ * Also what an update-with-start passes (the voice hook starts a call's execution so).
+ */
+export function workflowStartOptions<S>(services: Services, kind: StartKind<S>, start: S) {
+  const { args, searchAttributes, ...rest } = kind.options(start, services);
+  return {
+    taskQueue: services.config.TEMPORAL_TASK_QUEUE,
+    workflowId: kind.workflowId(kind.idOf(start)),
+    args,
+    workflowIdReusePolicy: 'REJECT_DUPLICATE' as const,
+    workflowIdConflictPolicy: kind.conflictPolicy,
+    typedSearchAttributes: new TypedSearchAttributes(searchAttributes),
+    ...rest,
+  };
+}
+
+/**
  * Starts the workflow of a committed row and stamps it: on `em` (the reconciler's
  * transaction, which holds the row locked), with `stamp` (a batch of stamps), or on a fresh
  * connection. Never throws for a Temporal outage (nor waits on one longer than
@@ -74,19 +91,9 @@ export async function dispatchStart<S>(
 ): Promise<boolean> {
   kind.beforeStart?.(services);
   const id = kind.idOf(start);
-  const { args, searchAttributes, ...rest } = kind.options(start, services);
   const started = await boundedTemporalCall(
     services,
-    () =>
-      services.temporal.client.workflow.start(kind.workflowType, {
-        taskQueue: services.config.TEMPORAL_TASK_QUEUE,
-        workflowId: kind.workflowId(id),
-        args,
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        workflowIdConflictPolicy: kind.conflictPolicy,
-        typedSearchAttributes: new TypedSearchAttributes(searchAttributes),
-        ...rest,
-      }),
+    () => services.temporal.client.workflow.start(kind.workflowType, workflowStartOptions(services, kind, start)),
     // Already started (by us earlier, or by a racing reconciler): that run is the one.
     (err) => err instanceof WorkflowExecutionAlreadyStartedError,
     opts.timeoutMs,

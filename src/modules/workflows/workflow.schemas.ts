@@ -23,7 +23,14 @@ export const DESCRIPTION_MAX = 2000;
 export const MAX_NODES = 100;
 
 const nodeId = z.string().min(1).max(64).regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, "_", "-" and "." only');
-const nodeBase = { id: nodeId, next: nodeId.optional() };
+/** How a voice call says the node's text (TwiML `<Say language voice>`); ignored on other channels. */
+export const NodeVoice = z
+  .strictObject({
+    language: z.string().min(2).max(15).optional().openapi({ example: 'en-US' }),
+    voice: z.string().min(1).max(64).optional().openapi({ example: 'Polly.Joanna' }),
+  })
+  .openapi('NodeVoice');
+const nodeBase = { id: nodeId, next: nodeId.optional(), voice: NodeVoice.optional() };
 
 export const MessageTemplate = z
   .strictObject({
@@ -81,8 +88,15 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 export const WORKFLOW_NODE_MATCHES_EXECUTION_NODE_SPEC: Same<WorkflowNode, ExecutionNodeSpec> = true;
 
 export const WorkflowTrigger = z
-  .strictObject({ type: z.literal('keyword'), keywords: z.array(z.string().min(1).max(100)).min(1).max(50) })
-  .openapi('WorkflowTrigger');
+  .discriminatedUnion('type', [
+    z.strictObject({ type: z.literal('keyword'), keywords: z.array(z.string().min(1).max(100)).min(1).max(50) }),
+    // A phone call on a twilio_voice connection (docs/channels.md, Voice); optionally only that connection's calls.
+    z.strictObject({
+      type: z.literal('call'),
+      channel_connection_id: z.string().max(100).optional().openapi({ description: 'Only calls to this twilio_voice connection; any of the organization’s otherwise' }),
+    }),
+  ])
+  .openapi('WorkflowTrigger', { description: '`keyword`: inbound messages containing a keyword; `call`: phone calls (voice workflows)' });
 
 export const WorkflowConfiguration = z
   .strictObject({

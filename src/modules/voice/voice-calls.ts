@@ -1,0 +1,154 @@
+/**
+ * Owns the `voice_calls` rows (Migration20261210000100_voice_calls): a call's first request
+ * records the caller as the customer, the call as an inbound message, and, when a voice
+ * workflow matches, its execution, in one transaction; later requests read and move the
+ * call's cursor (`answered`), its pending reply and its last prompt.
+ */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { newId } from '../../ids';
+import { ConversationMessage } from '../conversations/message.entity';
+import { Customer } from '../customers/customer.entity';
+import { recordEvent } from '../events/outbox';
+import { type PendingExecution, recordExecution } from '../executions/execution.starter';
+import type { ChannelConnection } from '../channels/channel.entity';
+import type { CustomerReply } from '../../../temporal/executions.shared';
+import type { VoiceItem } from '../../../temporal/voice.shared';
+
+export interface VoiceCallRow {
+  call_sid: string;
+  organization_id: string;
+  connection_id: string;
+  execution_id: string | null;
+  customer_id: string | null;
+  answered: number;
+  pending_reply: CustomerReply | null;
+  last_prompt: VoiceItem | null;
+  ended_at: Date | null;
+}
+
+/** What Twilio says about the call in every request. */
+export interface CallParams {
+  callSid: string;
+  from: string;
+  to: string;
+}
+
+export async function findCall(em: EntityManager, connectionId: string, callSid: string): Promise<VoiceCallRow | undefined> {
+  const [row] = await em
+    .getConnection()
+    .execute<VoiceCallRow[]>(
+      'select call_sid, organization_id, connection_id, execution_id, customer_id, answered, pending_reply, last_prompt, ended_at from voice_calls where call_sid = ? and connection_id = ?',
+      [callSid, connectionId],
+    );
+  return row;
+}
+
+/** The organization's oldest active voice workflow triggered by calls (to this connection, or to any). */
+export async function callWorkflowOf(em: EntityManager, c: ChannelConnection): Promise<string | undefined> {
+  const [row] = await em.getConnection().execute<Array<{ id: string }>>(
+    `select id from workflows
+      where organization_id = ? and channel = 'voice' and status = 'active' and deleted_at is null
+        and configuration->'trigger'->>'type' = 'call'
+        and coalesce(configuration->'trigger'->>'channel_connection_id', ?) = ?
+      order by created_at, id limit 1`,
+    [c.organizationId, c.id, c.id],
+  );
+  return row?.id;
+}
+
+/**
+ * Records the call's start: the caller (created on their first call, with `customer.created`),
+ * the call as an inbound `[call]` message (`message.received`), the execution of `workflowId`
+ * if any, and the `voice_calls` row. The caller commits; a second first request of the same
+ * CallSid fails on the row's primary key.
+ */
+export async function recordCallStart(
+  em: EntityManager,
+  c: ChannelConnection,
+  call: CallParams,
+  workflowId: string | undefined,
+): Promise<{ customerId: string; pending: PendingExecution | undefined }> {
+  const organizationId = c.organizationId;
+  let customer = await em.findOne(Customer, { organizationId, channel: 'voice', externalId: call.from });
+  const now = new Date();
+  if (!customer) {
+    customer = em.create(Customer, { id: newId('customer'), organizationId, channel: 'voice', externalId: call.from, firstSeenAt: now, createdAt: now, updatedAt: now });
+    recordEvent(em, { organizationId, type: 'customer.created', data: { customer_id: customer.id, external_id: call.from, channel: 'voice', name: null }, occurredAt: now });
+  }
+  customer.messageCount += 1;
+  customer.lastMessageAt = now;
+  const pending = workflowId
+    ? await recordExecution(em, {
+        organizationId,
+        workflowId,
+        customerId: customer.id,
+        channel: 'voice',
+        input: { message: '', call_sid: call.callSid, from: call.from, to: call.to, channel_connection_id: c.id },
+      })
+    : undefined;
+  // The customer before the message that references it: these entities declare no relations, so the unit of work does not order them.
+  await em.flush();
+  const metadata = { type: 'call', call_sid: call.callSid, to: call.to, channel_connection_id: c.id };
+  const message = em.create(ConversationMessage, {
+    id: newId('message'),
+    organizationId,
+    customerId: customer.id,
+    channel: 'voice',
+    direction: 'inbound',
+    text: '[call]',
+    metadata,
+    executionId: pending?.executionId ?? null,
+    deliveredAt: now,
+    createdAt: now,
+  });
+  recordEvent(em, {
+    organizationId,
+    type: 'message.received',
+    occurredAt: now,
+    data: { message_id: message.id, customer_id: customer.id, external_id: call.from, channel: 'voice', text: '[call]', metadata, execution_id: pending?.executionId ?? null },
+  });
+  await em.flush();
+  // em.execute: inside the caller's transaction (getConnection().execute would not be).
+  await em.execute('insert into voice_calls (call_sid, organization_id, connection_id, execution_id, customer_id, from_number, to_number) values (?, ?, ?, ?, ?, ?, ?)', [
+      call.callSid,
+      organizationId,
+      c.id,
+      pending?.executionId ?? null,
+      customer.id,
+      call.from,
+      call.to,
+    ]);
+  return { customerId: customer.id, pending };
+}
+
+/** Keeps the caller's reply until an answer after it is rendered (a redirected request sends it again). */
+export async function keepPendingReply(em: EntityManager, callSid: string, reply: CustomerReply): Promise<void> {
+  await em.getConnection().execute('update voice_calls set pending_reply = ? where call_sid = ?', [JSON.stringify(reply), callSid]);
+}
+
+/** An answer was rendered: the cursor moves on (never back), the pending reply is done, the last prompt kept. */
+export async function recordAnswer(em: EntityManager, callSid: string, next: number, lastPrompt: VoiceItem | null): Promise<void> {
+  await em
+    .getConnection()
+    .execute('update voice_calls set answered = greatest(answered, ?), pending_reply = null, last_prompt = coalesce(?::jsonb, last_prompt) where call_sid = ?', [
+      next,
+      lastPrompt === null ? null : JSON.stringify(lastPrompt),
+      callSid,
+    ]);
+}
+
+/** Twilio's status callback said the call is over; returns false when it was already recorded. */
+export async function recordCallEnd(em: EntityManager, callSid: string, status: string): Promise<boolean> {
+  const rows = await em
+    .getConnection()
+    .execute<Array<{ call_sid: string }>>('update voice_calls set ended_at = now(), end_status = ? where call_sid = ? and ended_at is null returning call_sid', [status, callSid]);
+  return rows.length > 0;
+}
+
+/** The execution's outbound transcript from the `from`-th message on: what a run that completed before its last turn said. */
+export async function outboundSince(em: EntityManager, executionId: string, from: number): Promise<string[]> {
+  const rows = await em
+    .getConnection()
+    .execute<Array<{ text: string }>>("select text from messages where execution_id = ? and direction = 'outbound' order by created_at, id offset ?", [executionId, from]);
+  return rows.map((r) => r.text);
+}
