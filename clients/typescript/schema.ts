@@ -1298,6 +1298,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/hooks/voice/{channel_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Twilio's voice webhook of a twilio_voice connection: answers each call request with TwiML
+         * @description Set as the number’s "A call comes in" webhook (HTTP POST) and as its call status callback. Signed by Twilio: `X-Twilio-Signature` is the base64 HMAC-SHA1 of the full hook URL followed by the POST parameters sorted by name, keyed with the Auth Token. A new `CallSid` starts the organization’s active voice workflow triggered by `{"type": "call"}`; a `SpeechResult` or `Digits` is the caller’s reply to the last `<Gather>`; the answer holds everything the execution says up to its next wait (`<Say>`, `<Gather>`) or its end (`<Hangup/>`), or `<Pause length="1"/><Redirect>` when it did not get there within VOICE_ANSWER_BUDGET_MS. A `CallStatus` of completed, busy, no-answer, failed or canceled ends a waiting form with `caller_hung_up`.
+         */
+        post: operations["receiveVoiceHook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/oauth/authorize": {
         parameters: {
             query?: never;
@@ -2244,15 +2264,22 @@ export interface components {
             trigger?: components["schemas"]["WorkflowTrigger"];
             nodes: components["schemas"]["WorkflowNode"][];
         } | null;
+        /** @description `keyword`: inbound messages containing a keyword; `call`: phone calls (voice workflows) */
         WorkflowTrigger: {
             /** @enum {string} */
             type: "keyword";
             keywords: string[];
+        } | {
+            /** @enum {string} */
+            type: "call";
+            /** @description Only calls to this twilio_voice connection; any of the organization’s otherwise */
+            channel_connection_id?: string;
         };
         WorkflowNode: components["schemas"]["MessageNode"] | components["schemas"]["AiResponseNode"] | components["schemas"]["FormNode"];
         MessageNode: {
             id: string;
             next?: string;
+            voice?: components["schemas"]["NodeVoice"];
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -2260,6 +2287,12 @@ export interface components {
             type: "message";
             content: string;
             template?: components["schemas"]["MessageTemplate"];
+        };
+        NodeVoice: {
+            /** @example en-US */
+            language?: string;
+            /** @example Polly.Joanna */
+            voice?: string;
         };
         /** @description A WhatsApp template approved in Meta’s console: sent instead of `content` outside the 24-hour customer service window */
         MessageTemplate: {
@@ -2274,6 +2307,7 @@ export interface components {
         AiResponseNode: {
             id: string;
             next?: string;
+            voice?: components["schemas"]["NodeVoice"];
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -2286,6 +2320,7 @@ export interface components {
         FormNode: {
             id: string;
             next?: string;
+            voice?: components["schemas"]["NodeVoice"];
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -3760,17 +3795,17 @@ export interface components {
             /** @example chn_4f9Qk2R7sT1uVwXyZ0aB */
             id: string;
             /** @enum {string} */
-            type: "whatsapp_cloud" | "instagram" | "http";
+            type: "whatsapp_cloud" | "instagram" | "http" | "twilio_voice";
             channel: components["schemas"]["Channel"];
             name: string;
             /** @enum {string} */
             status: "active" | "disabled" | "unauthorized";
-            /** @description The non-secret fields only: phone_number_id, instagram_account_id, or url and channel */
+            /** @description The non-secret fields only: phone_number_id, instagram_account_id, url and channel, or account_sid and phone_number */
             config: {
                 [key: string]: string;
             };
             /**
-             * @description The callback URL to paste into Meta's console (null for http connections)
+             * @description The callback URL to paste into Meta's console, or into the Twilio number's voice webhooks (null for http connections)
              * @example https://api.example.com/hooks/channels/chn_4f9Qk2R7sT1uVwXyZ0aB
              */
             webhook_url: string | null;
@@ -3815,6 +3850,18 @@ export interface components {
                 /** @description Sent as a Bearer token with each POST. Write-only: never returned. */
                 secret?: string;
             };
+        } | {
+            /** @enum {string} */
+            type: "twilio_voice";
+            name: string;
+            config: {
+                /** @example ACa1b2c3d4e5f60718293a4b5c6d7e8f90 */
+                account_sid: string;
+                /** @description The account's Auth Token: X-Twilio-Signature of every call request is checked with it. Write-only: never returned. */
+                auth_token: string;
+                /** @example +14155550100 */
+                phone_number: string;
+            };
         };
         ChannelConnectionUpdate: {
             name?: string;
@@ -3840,6 +3887,12 @@ export interface components {
                 app_secret?: string;
                 /** @description Write-only: never returned. */
                 secret?: string;
+                /** @example ACa1b2c3d4e5f60718293a4b5c6d7e8f90 */
+                account_sid?: string;
+                /** @description The account's Auth Token: X-Twilio-Signature of every call request is checked with it. Write-only: never returned. */
+                auth_token?: string;
+                /** @example +14155550100 */
+                phone_number?: string;
             };
         };
         ChannelConnectionTest: {
@@ -3900,6 +3953,7 @@ export interface components {
         FormNodeInput: {
             id: string;
             next?: string;
+            voice?: components["schemas"]["NodeVoice"];
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
@@ -16096,7 +16150,7 @@ export interface operations {
                 page?: number;
                 /** @description Items per page, 1 to 100 */
                 limit?: number;
-                type?: "whatsapp_cloud" | "instagram" | "http";
+                type?: "whatsapp_cloud" | "instagram" | "http" | "twilio_voice";
                 channel?: components["schemas"]["Channel"];
                 status?: "active" | "disabled" | "unauthorized";
             };
@@ -17223,6 +17277,116 @@ export interface operations {
             };
             /** @description CHANNEL_NOT_FOUND */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the database is unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    receiveVoiceHook: {
+        parameters: {
+            query?: never;
+            header: {
+                "X-Twilio-Signature": string;
+            };
+            path: {
+                channel_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** @example CA1234567890abcdef1234567890abcdef */
+                    CallSid: string;
+                    /** @example +14155550123 */
+                    From: string;
+                    /** @example +14155550100 */
+                    To: string;
+                    CallStatus?: string;
+                    SpeechResult?: string;
+                    Digits?: string;
+                    Confidence?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description TwiML */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/xml": string;
+                };
+            };
+            /** @description INVALID_REQUEST: not a Twilio voice request (no CallSid, From or To), or NUL characters */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INVALID_SIGNATURE, or WRONG_NUMBER: a call to another number than the connection’s */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description CHANNEL_NOT_FOUND: no such twilio_voice connection */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description METHOD_NOT_ALLOWED */
+            405: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
