@@ -16,6 +16,9 @@ const positiveInt = z.coerce.number().int().positive();
 /** The shortest form `timeout_seconds` the API accepts (docs/decisions.md). */
 export const FORM_TIMEOUT_MIN_SECONDS = 10;
 
+/** Meta's customer service window: 24 hours after the customer's last message. */
+export const CUSTOMER_SERVICE_WINDOW_SECONDS = 24 * 3600;
+
 /**
  * The shortest form `timeout_seconds` accepted: 10, or a valid test-only
  * FORM_TIMEOUT_MIN_SECONDS outside production (loadConfig refuses it in production).
@@ -197,6 +200,11 @@ const envSchema = z.object({
    * runs, so this is how soon a retry may run a request whose API died (src/http/idempotency.ts).
    */
   IDEMPOTENCY_LEASE_MS: z.coerce.number().int().min(300).max(600_000).default(10_000),
+  /**
+   * Test-only: shortens Meta's 24-hour customer service window (in seconds), so that tests
+   * see a form wait end at the window's close in seconds. Refused when NODE_ENV=production.
+   */
+  CUSTOMER_SERVICE_WINDOW_SECONDS: z.coerce.number().int().min(1).max(CUSTOMER_SERVICE_WINDOW_SECONDS).optional(),
   /** Test-only crash points (comma-separated names): the process SIGKILLs itself there. */
   FAILPOINTS: z.string().default(''),
   ...rateLimitShape,
@@ -207,6 +215,10 @@ export type Config = Readonly<
 >;
 
 export class ConfigError extends Error {}
+
+/** Meta's customer service window in ms: 24 hours, or the test-only CUSTOMER_SERVICE_WINDOW_SECONDS. */
+export const customerServiceWindowMsOf = (config: Pick<Config, 'CUSTOMER_SERVICE_WINDOW_SECONDS'>): number =>
+  (config.CUSTOMER_SERVICE_WINDOW_SECONDS ?? CUSTOMER_SERVICE_WINDOW_SECONDS) * 1000;
 
 /** How long activities wait out an outage of our own infrastructure (ACTIVITY_INFRA_RETRY_HOURS), in ms. */
 export const infraRetryMsOf = (config: Config): number => config.ACTIVITY_INFRA_RETRY_HOURS * 3_600_000;
@@ -225,6 +237,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (c.NODE_ENV === 'production' && c.TEMPORAL_STICKY_QUEUE_TIMEOUT_MS !== undefined) {
     throw new ConfigError('Invalid configuration:\n  TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: a test-only setting, refused when NODE_ENV=production');
+  }
+  if (c.NODE_ENV === 'production' && c.CUSTOMER_SERVICE_WINDOW_SECONDS !== undefined) {
+    throw new ConfigError('Invalid configuration:\n  CUSTOMER_SERVICE_WINDOW_SECONDS: a test-only setting, refused when NODE_ENV=production');
   }
   if (c.NODE_ENV === 'production' && !c.SECRETS_ENCRYPTION_KEY) {
     throw new ConfigError('Invalid configuration:\n  SECRETS_ENCRYPTION_KEY: required when NODE_ENV=production (32 bytes, base64 or hex)');

@@ -66,7 +66,19 @@ export interface FormNodeSpec {
   type: 'form';
   fields: FormFieldSpec[];
   timeout_seconds?: number;
+  /** Sent instead of a prompt outside the window; with it a wait outlasts the window (the template re-opens the conversation). */
+  template?: MessageTemplateSpec;
   next?: string;
+}
+
+/**
+ * What sending a form prompt tells the wait after it: when the customer service window
+ * closes (epoch ms), for a prompt sent inside a Meta connection's window. A wait without a
+ * template ends there with `customer_service_window_closed`; a run recorded before this
+ * existed got nothing back and waits its full timeout.
+ */
+export interface FormPromptResult {
+  windowClosesAt?: number;
 }
 export type ExecutionNodeSpec = MessageNodeSpec | AiResponseNodeSpec | FormNodeSpec;
 

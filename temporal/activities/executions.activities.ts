@@ -44,9 +44,11 @@ import {
   type AiResponseNodeSpec,
   type CustomerReply,
   type FormNodeSpec,
+  type FormPromptResult,
   formScores,
   formWaitKey,
   type MessageNodeSpec,
+  type MessageTemplateSpec,
 } from '../executions.shared';
 import { ExecutionErrorTypes, isChannelErrorType } from '../failure-types';
 import { dependencyWaitsFor, type FailurePolicy, type ProviderBudget, runWithFailurePolicy } from '../failures';
@@ -150,9 +152,9 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
   };
 
   /** Delivers through the sink; a provider's final refusal becomes a non-retryable api error. */
-  const deliver = async (ctx: ExecutionContext, msg: SinkMessage) => {
+  const deliver = async (ctx: ExecutionContext, msg: SinkMessage): Promise<{ windowClosesAt?: number }> => {
     try {
-      await sink.deliver(ctx, msg);
+      return (await sink.deliver(ctx, msg)) ?? {};
     } catch (err) {
       if (err instanceof ChannelRejectedError) throw ApplicationFailure.nonRetryable(err.message, err.errorType ?? ExecutionErrorTypes.api);
       throw new ProviderError('channel', `channel provider: ${(err as Error).message}`, { cause: err });
@@ -315,14 +317,22 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
      * is sent: a reply that arrives while the send is in flight claims it and reaches this
      * execution instead of starting others.
      */
-    async sendFormPrompt(input: { ctx: ExecutionContext; nodeId: string; field: string; attempt: number; text: string }): Promise<void> {
-      const { ctx, nodeId, field, attempt, text } = input;
+    async sendFormPrompt(input: {
+      ctx: ExecutionContext;
+      nodeId: string;
+      field: string;
+      attempt: number;
+      text: string;
+      template?: MessageTemplateSpec;
+    }): Promise<FormPromptResult> {
+      const { ctx, nodeId, field, attempt, text, template } = input;
       const waitKey = formWaitKey(ctx.executionId, nodeId, field, attempt);
       const opened = await sink.openWait(ctx, { nodeId, field, waitKey });
       if (opened === 'not_running') throw notRunning(ctx, `prompt ${waitKey}`);
-      const msg = { dedupeKey: waitKey, nodeId, text };
-      await deliver(ctx, msg);
+      const msg: SinkMessage = { dedupeKey: waitKey, nodeId, text, ...(template ? { template } : {}) };
+      const sent = await deliver(ctx, msg);
       await sink.recordPrompt(ctx, msg);
+      return sent.windowClosesAt !== undefined ? { windowClosesAt: sent.windowClosesAt } : {};
     },
 
     /**

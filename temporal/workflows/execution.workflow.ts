@@ -58,7 +58,7 @@ import {
   type RunMode,
   validateFormReply,
 } from '../executions.shared';
-import { ACTIVITY_DECIDES_RETRY, ExecutionErrorTypes, FailureTypes, isChannelErrorType } from '../failure-types';
+import { ACTIVITY_DECIDES_RETRY, ChannelErrorTypes, ExecutionErrorTypes, FailureTypes, isChannelErrorType } from '../failure-types';
 import { describeState, type ExecutionState, executionStateQuery, summaryLine, withSummary } from '../summaries.shared';
 import { CALLER_HUNG_UP, normalizeSpokenReply } from '../voice.shared';
 import { VoiceCall } from './voice-call';
@@ -265,16 +265,21 @@ async function walk(input: ExecutionWorkflowInput, mode: RunMode, voice: VoiceCa
       let prompt = field.label;
       for (let attempt = 1; ; attempt++) {
         enter({ phase: 'sending', node_id: node.id, node_type: 'form', field: field.name, attempt });
-        await withSummary(nodeActs.sendFormPrompt, summaryLine(`node ${node.id}`, 'form', field.name, attempt > 1 && `attempt ${attempt}`), {
+        const sent = await withSummary(nodeActs.sendFormPrompt, summaryLine(`node ${node.id}`, 'form', field.name, attempt > 1 && `attempt ${attempt}`), {
           ctx,
           nodeId: node.id,
           field: field.name,
           attempt,
           text: prompt,
+          ...(node.template ? { template: node.template } : {}),
         });
         voice?.ask(prompt, field, node.voice);
         progress.waitingForInput = true;
         const since = Date.now();
+        // Meta refuses our replies once the customer service window closes: without a template to re-open the conversation, the wait ends there.
+        const closesAt = node.template ? undefined : sent?.windowClosesAt;
+        // At least 1 ms: condition() with a timeout of 0 would wait forever.
+        const waitMs = closesAt !== undefined && closesAt - since < timeoutMs ? Math.max(1, closesAt - since) : timeoutMs;
         enter({
           phase: 'waiting',
           node_id: node.id,
@@ -282,14 +287,23 @@ async function walk(input: ExecutionWorkflowInput, mode: RunMode, voice: VoiceCa
           field: field.name,
           attempt,
           waiting_since: new Date(since).toISOString(),
-          times_out_at: new Date(since + timeoutMs).toISOString(),
+          times_out_at: new Date(since + waitMs).toISOString(),
         });
         // A dry run never waits: it has the recorded replies or nothing.
-        const got = mode.kind === 'dry_run' ? replies.length > 0 : await awaitReply(node, field.name, attempt, timeoutMs);
+        const got = mode.kind === 'dry_run' ? replies.length > 0 : await awaitReply(node, field.name, attempt, waitMs);
         progress.waitingForInput = false;
         enter({ phase: 'running', node_id: node.id, node_type: 'form', field: field.name, attempt });
         if (!got && mode.kind === 'dry_run') throw new RepliesExhausted(node, field.name);
         if (!got && voice?.hungUp) throw new NodeFailure(node, startedAt, 'timeout', `the caller hung up before answering "${field.name}"`, CALLER_HUNG_UP);
+        if (!got && waitMs < timeoutMs) {
+          throw new NodeFailure(
+            node,
+            startedAt,
+            'api_error',
+            `no reply for "${field.name}" before the customer service window closed (${new Date(since + waitMs).toISOString()}); give the form a template to wait longer`,
+            ChannelErrorTypes.windowClosed,
+          );
+        }
         if (!got) throw new NodeFailure(node, startedAt, 'timeout', `no reply for "${field.name}" within ${timeoutMs / 1000} s`);
         const reply = replies.shift()!;
         lastCustomerText = reply.text;

@@ -4,7 +4,7 @@
  * it; the same holds for TEMPORAL_STICKY_QUEUE_TIMEOUT_MS (the crash tests' short
  * sticky-queue timeout); TEMPORAL_WORKFLOW_BUNDLE_PATH is optional (unset, the worker bundles at start).
  */
-import { ConfigError, formTimeoutMinSeconds, loadConfig } from '../../src/config';
+import { ConfigError, customerServiceWindowMsOf, formTimeoutMinSeconds, loadConfig } from '../../src/config';
 import { FormNode } from '../../src/modules/workflows/workflow.schemas';
 
 const form = (timeout_seconds: number) => ({ id: 'ask', type: 'form', timeout_seconds, fields: [{ name: 'phone', type: 'phone', label: 'Number?' }] });
@@ -42,6 +42,16 @@ describe('TEMPORAL_STICKY_QUEUE_TIMEOUT_MS', () => {
     for (const bad of ['50', '10001', 'soon']) expect(() => loadConfig({ TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: bad })).toThrow(/TEMPORAL_STICKY_QUEUE_TIMEOUT_MS/);
     expect(() => loadConfig({ NODE_ENV: 'production', TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: '1000' })).toThrow(ConfigError);
     expect(() => loadConfig({ NODE_ENV: 'production', TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: '1000' })).toThrow(/TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: a test-only setting/);
+  });
+});
+
+describe('CUSTOMER_SERVICE_WINDOW_SECONDS', () => {
+  it("is Meta's 24 hours unless shortened, and a production configuration with it is refused", () => {
+    expect(customerServiceWindowMsOf(loadConfig({}))).toBe(24 * 3_600_000);
+    expect(customerServiceWindowMsOf(loadConfig({ CUSTOMER_SERVICE_WINDOW_SECONDS: '3' }))).toBe(3000);
+    expect(() => loadConfig({ NODE_ENV: 'production', CUSTOMER_SERVICE_WINDOW_SECONDS: '3' })).toThrow(/CUSTOMER_SERVICE_WINDOW_SECONDS/);
+    expect(() => loadConfig({ CUSTOMER_SERVICE_WINDOW_SECONDS: '0' })).toThrow(/CUSTOMER_SERVICE_WINDOW_SECONDS/);
+    expect(() => loadConfig({ CUSTOMER_SERVICE_WINDOW_SECONDS: String(24 * 3600 + 1) })).toThrow(/CUSTOMER_SERVICE_WINDOW_SECONDS/);
   });
 });
 

@@ -12,14 +12,20 @@ import type { JourneyQuery } from './analytics.schemas';
 
 const CONVERSATION_STEPS = ['message_received', 'execution_started', 'first_reply_sent', 'input_collected', 'completed'] as const;
 
-/** Why a journey stopped, from its execution (or the lack of one). */
+/**
+ * Why a journey stopped, from its execution (or the lack of one). A failure says its failed
+ * step's own error type when it has one (a channel's: `customer_service_window_closed`,
+ * `channel_unauthorized`, ...), which is more than the execution's `api_error`.
+ */
 const REASON_SQL = `case
   when x.id is null then 'no workflow matched'
   when x.status = 'cancelled' then 'cancelled'
   when x.status = 'failed' and x.error_type = 'timeout' and x.channel = 'voice'
    and exists (select 1 from execution_steps hs where hs.execution_id = x.id and hs.error_type = 'caller_hung_up') then 'caller_hung_up'
   when x.status = 'failed' and x.error_type = 'timeout' then 'no reply before the form timed out'
-  when x.status = 'failed' then coalesce(x.error_type, 'failed')
+  when x.status = 'failed' then coalesce(
+    (select s.error_type from execution_steps s where s.execution_id = x.id and s.status = 'failed' and s.error_type is not null order by s.started_at desc limit 1),
+    x.error_type, 'failed')
   when x.status = 'running' then 'still running'
   else 'completed' end`;
 

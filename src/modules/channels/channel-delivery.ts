@@ -23,13 +23,23 @@ import type { ExecutionContext } from '../executions/execution.recorder';
 import { ChannelConnection } from './channel.entity';
 import { ChannelService } from './channel.service';
 import { GraphError, sendInstagram, sendWhatsApp } from './meta-graph';
-import { CUSTOMER_SERVICE_WINDOW_MS, inboundConnectionOf, recipientOf, recordSent } from './message-status.writes';
+import { customerServiceWindowMsOf } from '../../config';
+import { inboundConnectionOf, recipientOf, recordSent } from './message-status.writes';
 
 export interface ChannelSend {
   dedupeKey: string;
   nodeId: string;
   text: string;
   template?: MessageTemplateSpec;
+}
+
+/**
+ * What a send tells the form that waits after it: when the customer service window closes
+ * (epoch ms; only for a Meta connection sent to inside its window, whose replies must arrive
+ * before it closes).
+ */
+export interface ChannelSendReceipt {
+  windowClosesAt?: number;
 }
 
 const rejected = (type: string, message: string, status = 0) => new ChannelRejectedError(status, message, type);
@@ -72,7 +82,7 @@ export class ChannelDelivery {
   }
 
   /** Sends `msg` to the execution's customer through `c`; keeps the provider's message id. */
-  async send(c: ChannelConnection, ctx: ExecutionContext, msg: ChannelSend): Promise<void> {
+  async send(c: ChannelConnection, ctx: ExecutionContext, msg: ChannelSend): Promise<ChannelSendReceipt> {
     if (c.status === 'unauthorized') throw rejected(ChannelErrorTypes.unauthorized, `channel connection ${c.id} is unauthorized: give it a new access token`);
     if (c.status === 'disabled') throw rejected(ChannelErrorTypes.disabled, `channel connection ${c.id} is disabled`);
     const em = this.em();
@@ -81,13 +91,15 @@ export class ChannelDelivery {
     if (!customer) throw rejected(ChannelErrorTypes.undeliverable, 'the execution has no customer to send to');
     const svc = new ChannelService(em, this.services.config);
     const last = customer.last_inbound_at ? new Date(customer.last_inbound_at) : undefined;
+    const windowMs = customerServiceWindowMsOf(this.services.config);
+    const open = last !== undefined && Date.now() - last.getTime() < windowMs;
     const providerMessageId =
-      c.type === 'http' ? await this.sendHttp(c, svc, ctx, msg, customer.external_id) : await this.sendMeta(c, svc, msg, customer.external_id, last);
+      c.type === 'http' ? await this.sendHttp(c, svc, ctx, msg, customer.external_id) : await this.sendMeta(c, svc, msg, customer.external_id, last, open);
     if (providerMessageId) await recordSent(em, { organizationId: ctx.organizationId, connectionId: c.id, dedupeKey: msg.dedupeKey, providerMessageId });
+    return c.type !== 'http' && open ? { windowClosesAt: last!.getTime() + windowMs } : {};
   }
 
-  private async sendMeta(c: ChannelConnection, svc: ChannelService, msg: ChannelSend, to: string, last: Date | undefined): Promise<string> {
-    const open = last !== undefined && Date.now() - last.getTime() < CUSTOMER_SERVICE_WINDOW_MS;
+  private async sendMeta(c: ChannelConnection, svc: ChannelService, msg: ChannelSend, to: string, last: Date | undefined, open: boolean): Promise<string> {
     const template = c.type === 'whatsapp_cloud' ? msg.template : undefined;
     if (!open && !template) {
       throw rejected(

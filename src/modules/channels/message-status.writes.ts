@@ -8,7 +8,7 @@
  *   delivered, a repeated status changes nothing. Each change writes its
  *   `message.status_updated` event in the same statement (the outbox).
  * - `channel_customer_windows`: each customer's last inbound message per connection, where
- *   Meta's 24-hour customer service window starts.
+ *   Meta's 24-hour customer service window starts (its length: customerServiceWindowMsOf in config.ts).
  * - which connection an execution's inbound message came through (`messages.metadata`).
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -18,9 +18,6 @@ import type { DeliveryStatus, MetaStatusUpdate } from './meta-hook-payloads';
 
 type Sql = Pick<EntityManager, 'getConnection'>;
 const run = <T>(em: Sql, sql: string, params: unknown[]) => em.getConnection().execute<T[]>(sql, params);
-
-/** Meta's customer service window: 24 hours after the customer's last message. */
-export const CUSTOMER_SERVICE_WINDOW_MS = 24 * 3_600_000;
 
 /** Records an inbound message's time on its connection (kept the latest: redeliveries and reorderings do not move it back). */
 export async function recordInboundTime(em: Sql, connectionId: string, externalId: string, at: Date): Promise<void> {

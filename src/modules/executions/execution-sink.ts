@@ -14,7 +14,7 @@ import { hotExecutor, type SqlRunner } from '../../db/hot-query';
 import type { Services } from '../../services';
 import { ChannelErrorTypes } from '../../../temporal/failure-types';
 import type { MessageTemplateSpec } from '../../../temporal/executions.shared';
-import { ChannelDelivery } from '../channels/channel-delivery';
+import { ChannelDelivery, type ChannelSendReceipt } from '../channels/channel-delivery';
 import { ChannelRejectedError, channelAdapterFor } from './channel-adapter';
 import {
   clearWaiting,
@@ -52,8 +52,11 @@ export interface ExecutionSink {
   readonly mode: 'live' | 'dry_run';
   /** The steps among `nodeIds` that earlier attempts recorded (their outputs, as stored), and whether the execution still runs. */
   stepsState(ctx: ExecutionContext, nodeIds: string[]): Promise<{ running: boolean; outputs: Map<string, Record<string, unknown>> }>;
-  /** Sends one message to the customer, outside the service. Throws the provider's errors as they come. */
-  deliver(ctx: ExecutionContext, msg: SinkMessage): Promise<void>;
+  /**
+   * Sends one message to the customer, outside the service. Throws the provider's errors as
+   * they come. Says when the customer service window closes if the connection has one.
+   */
+  deliver(ctx: ExecutionContext, msg: SinkMessage): Promise<ChannelSendReceipt | void>;
   /**
    * Records a sent node message and the node's completed step, once; returns the step's
    * stored output, and whether the execution still ran as it was written (what the next

@@ -74,6 +74,10 @@ export const FormNode = z
     /** How long the form waits for each reply before the execution fails with `timeout`. */
     /** At least 10 s; tests that wait for a real timeout lower that with FORM_TIMEOUT_MIN_SECONDS (see config.ts). */
     timeout_seconds: z.number().int().min(formTimeoutMinSeconds()).max(7 * 24 * 3600).optional(),
+    template: MessageTemplate.optional().openapi({
+      description:
+        'A WhatsApp template sent instead of a prompt outside the 24-hour window. Without one, a wait that outlasts the window ends when it closes, failing the step with `customer_service_window_closed`',
+    }),
   })
   .openapi('FormNode');
 
