@@ -74,3 +74,10 @@ export function secretBoxOf(config: { readonly SECRETS_ENCRYPTION_KEY?: string |
   }
   return box;
 }
+
+/**
+ * The one way a secret column is written and read back (webhook and trigger secrets, channel
+ * credentials): sealed under this configuration's SECRETS_ENCRYPTION_KEY.
+ */
+export const sealSecret = (config: { readonly SECRETS_ENCRYPTION_KEY?: string | undefined }, plaintext: string): string => secretBoxOf(config).seal(plaintext);
+export const openSecret = (config: { readonly SECRETS_ENCRYPTION_KEY?: string | undefined }, sealed: string): string => secretBoxOf(config).open(sealed);

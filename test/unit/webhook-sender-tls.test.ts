@@ -19,7 +19,7 @@ afterAll(async () => {
 });
 
 const sender = (extraCa?: string) => {
-  const s = new WebhookSender({ timeoutMs: 5_000, allowPrivateNetworks: true, ...(extraCa ? { extraCa } : {}) });
+  const s = new WebhookSender({ timeoutMs: 5_000, allowPrivateNetworks: true, openSecret: (stored: string) => stored, ...(extraCa ? { extraCa } : {}) });
   senders.push(s);
   return s;
 };

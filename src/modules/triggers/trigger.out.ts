@@ -2,15 +2,18 @@
  * The Out mappers of triggers and trigger executions: the API shape of a row, shared by the
  * triggers routes and the webhook trigger receiver (src/modules/inbound).
  */
+import type { Config } from '../../config';
 import type { z } from '../../http/zod';
+import { openSecret } from '../../secrets';
 import type { Trigger } from './trigger.entity';
 import type { TriggerExecutionDetailOut, TriggerExecutionOut, TriggerRecordOut } from './trigger.schemas';
 import type { ExecutionRow } from './trigger.service';
 
-/** The webhook secret is shown on create, get and update, never in list items. */
-export function toTriggerOut(t: Trigger, opts: { withSecret: boolean } = { withSecret: true }): z.output<typeof TriggerRecordOut> {
+/** The webhook secret (stored sealed: src/secrets.ts) is shown on create, get and update, never in list items. */
+export function toTriggerOut(t: Trigger, config: Config, opts: { withSecret: boolean } = { withSecret: true }): z.output<typeof TriggerRecordOut> {
   const configuration = { ...t.configuration };
   if (!opts.withSecret) delete configuration.secret;
+  else if (typeof configuration.secret === 'string') configuration.secret = openSecret(config, configuration.secret);
   return {
     id: t.id,
     name: t.name,

@@ -83,7 +83,7 @@ export function triggerRoutes(services: Services): AnyRoute[] {
         const { page, limit, ...filter } = query;
         const { items, total } = await svc().list(credential.organizationId, filter, { page, limit });
         return paginate(
-          items.map((t) => toTriggerOut(t, { withSecret: false })),
+          items.map((t) => toTriggerOut(t, services.config, { withSecret: false })),
           { page, limit },
           total,
         );
@@ -106,7 +106,7 @@ export function triggerRoutes(services: Services): AnyRoute[] {
       response: z.object({ data: TriggerOut }),
       errors: [...CONFIG_ERRORS, [404, 'WORKFLOW_NOT_FOUND'], [409, 'TRIGGER_ALREADY_EXISTS']],
       async handler({ body, credential }) {
-        return { data: toTriggerOut(await svc().create(credential.organizationId, body)) };
+        return { data: toTriggerOut(await svc().create(credential.organizationId, body), services.config) };
       },
     }),
     defineRoute({
@@ -121,7 +121,7 @@ export function triggerRoutes(services: Services): AnyRoute[] {
       response: z.object({ data: TriggerOut }),
       errors: [NOT_FOUND],
       async handler({ params, credential }) {
-        return { data: toTriggerOut(await svc().get(credential.organizationId, params.trigger_id)) };
+        return { data: toTriggerOut(await svc().get(credential.organizationId, params.trigger_id), services.config) };
       },
     }),
     defineRoute({
@@ -138,7 +138,7 @@ export function triggerRoutes(services: Services): AnyRoute[] {
       response: z.object({ data: TriggerOut }),
       errors: [NOT_FOUND, ...CONFIG_ERRORS, [409, 'TRIGGER_ALREADY_EXISTS']],
       async handler({ params, body, credential }) {
-        return { data: toTriggerOut(await svc().update(credential.organizationId, params.trigger_id, body)) };
+        return { data: toTriggerOut(await svc().update(credential.organizationId, params.trigger_id, body), services.config) };
       },
     }),
     defineRoute({

@@ -3,6 +3,8 @@ import { MessageOut } from '../../http/openapi';
 import { paginate, PaginationOut } from '../../http/pagination';
 import { type AnyRoute, defineRoute } from '../../http/route';
 import { z } from '../../http/zod';
+import type { Config } from '../../config';
+import { openSecret } from '../../secrets';
 import type { Services } from '../../services';
 import type { Webhook, WebhookLog } from './webhook.entity';
 import {
@@ -47,9 +49,10 @@ export function toWebhookListItem(h: Webhook): z.output<typeof WebhookListItemOu
   };
 }
 
-const toCreatedOut = (h: Webhook): z.output<typeof WebhookCreatedOut> => ({ ...toWebhookListItem(h), secret: h.secret });
-const toWebhookOut = (h: Webhook): z.output<typeof WebhookOut> => ({
-  ...toCreatedOut(h),
+/** The secret is stored sealed (src/secrets.ts): opened only for the answers that show it. */
+const toCreatedOut = (h: Webhook, config: Config): z.output<typeof WebhookCreatedOut> => ({ ...toWebhookListItem(h), secret: openSecret(config, h.secret) });
+const toWebhookOut = (h: Webhook, config: Config): z.output<typeof WebhookOut> => ({
+  ...toCreatedOut(h, config),
   retry_policy: { max_retries: h.maxRetries, retry_delay_ms: h.retryDelayMs },
 });
 
@@ -92,7 +95,7 @@ export function webhookRoutes(services: Services): AnyRoute[] {
         [409, 'WEBHOOK_ALREADY_EXISTS'],
       ],
       async handler({ body, credential }) {
-        return { data: toCreatedOut(await svc().create(credential.organizationId, body)) };
+        return { data: toCreatedOut(await svc().create(credential.organizationId, body), services.config) };
       },
     }),
     defineRoute({
@@ -140,7 +143,7 @@ export function webhookRoutes(services: Services): AnyRoute[] {
       response: z.object({ data: WebhookOut }),
       errors: [NOT_FOUND],
       async handler({ params, credential }) {
-        return { data: toWebhookOut(await svc().get(credential.organizationId, params.webhook_id)) };
+        return { data: toWebhookOut(await svc().get(credential.organizationId, params.webhook_id), services.config) };
       },
     }),
     defineRoute({
@@ -157,7 +160,7 @@ export function webhookRoutes(services: Services): AnyRoute[] {
       response: z.object({ data: WebhookOut }),
       errors: [NOT_FOUND, [400, 'INVALID_EVENT_TYPES | INVALID_RETRY_POLICY']],
       async handler({ params, body, credential }) {
-        return { data: toWebhookOut(await svc().update(credential.organizationId, params.webhook_id, body)) };
+        return { data: toWebhookOut(await svc().update(credential.organizationId, params.webhook_id, body), services.config) };
       },
     }),
     defineRoute({
@@ -197,7 +200,7 @@ export function webhookRoutes(services: Services): AnyRoute[] {
       async handler({ params, body, credential }) {
         const hook = await svc().rotateSecret(credential.organizationId, params.webhook_id, body.secret);
         return {
-          data: { webhook_id: hook.id, secret: hook.secret, previous_secret_expires_at: hook.previousSecretExpiresAt?.toISOString() ?? null },
+          data: { webhook_id: hook.id, secret: openSecret(services.config, hook.secret), previous_secret_expires_at: hook.previousSecretExpiresAt?.toISOString() ?? null },
         };
       },
     }),

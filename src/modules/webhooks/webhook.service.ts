@@ -12,6 +12,7 @@ import { dateFilter } from '../metrics/execution-metrics';
 import { conflict, invalid, notFound, unprocessable } from '../../errors';
 import { offsetOf, type Page } from '../../http/pagination';
 import { newId, randomBase62 } from '../../ids';
+import { sealSecret } from '../../secrets';
 import type { Services } from '../../services';
 import { webhookDeliveryMetadata } from '../../temporal-metadata';
 import { type EventType, OutboxEvent } from '../events/event.entity';
@@ -74,7 +75,7 @@ export class WebhookService {
       name: input.name ?? checked.url.hostname,
       url,
       events: input.events,
-      secret: input.secret ?? generateSecret(),
+      secret: sealSecret(this.services.config, input.secret ?? generateSecret()),
       active: input.active,
       maxRetries: input.retry_policy?.max_retries ?? 3,
       retryDelayMs: input.retry_policy?.retry_delay_ms ?? 1000,
@@ -116,7 +117,7 @@ export class WebhookService {
     const overlapMs = this.services.config.WEBHOOK_SECRET_OVERLAP_HOURS * 3_600_000;
     hook.previousSecret = overlapMs > 0 ? hook.secret : null;
     hook.previousSecretExpiresAt = overlapMs > 0 ? new Date(Date.now() + overlapMs) : null;
-    hook.secret = secret ?? generateSecret();
+    hook.secret = sealSecret(this.services.config, secret ?? generateSecret());
     hook.updatedAt = new Date();
     await this.em.flush();
     return hook;
