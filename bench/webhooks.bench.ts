@@ -36,6 +36,7 @@ import { Context } from '@temporalio/activity';
 import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
 import { loadConfig } from '../src/config';
 import { createOrm, migrate } from '../src/db/orm';
+import { generateSecretsKey, sealSecret } from '../src/secrets';
 import { entities } from '../src/entities';
 import { recordEvent } from '../src/modules/events/outbox';
 import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
@@ -140,6 +141,8 @@ export async function run(args: string[]): Promise<void> {
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     WEBHOOK_EXTRA_CA_FILE: receiver.caFile,
     LOG_LEVEL: 'silent',
+    // Webhook secrets are stored sealed: the bench's row is sealed under its own key.
+    SECRETS_ENCRYPTION_KEY: process.env.SECRETS_ENCRYPTION_KEY ?? generateSecretsKey(),
   });
   const orm = await createOrm(entities, config.DATABASE_URL, config.DATABASE_POOL_MAX);
   await migrate(orm);
@@ -194,8 +197,8 @@ export async function run(args: string[]): Promise<void> {
     const hookId = `wh_bench${randomBytes(6).toString('hex')}`;
     await orm.em.getConnection().execute(
       `insert into webhooks (id, organization_id, name, url, events, secret, active, max_retries, retry_delay_ms)
-       values (?, ?, 'bench', ?, '{workflow.completed}', 'bench-secret-0123456789', true, 3, 1000)`,
-      [hookId, orgId, receiver.url('/bench')],
+       values (?, ?, 'bench', ?, '{workflow.completed}', ?, true, 3, 1000)`,
+      [hookId, orgId, receiver.url('/bench'), sealSecret(config, 'bench-secret-0123456789')],
     );
     dispatcher.start();
 
