@@ -2338,6 +2338,7 @@ export interface components {
                 label: string;
             }[];
             timeout_seconds?: number;
+            template?: components["schemas"]["MessageTemplate"] & unknown;
         };
         WorkflowCreate: {
             name: string;
@@ -3971,6 +3972,7 @@ export interface components {
                 label: string;
             }[];
             timeout_seconds?: number;
+            template?: components["schemas"]["MessageTemplate"] & unknown;
         };
         MessageTriggerConfigInput: {
             keywords: string[];
