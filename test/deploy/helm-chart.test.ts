@@ -146,6 +146,8 @@ describe('chart: what it runs (examples/minimal.yaml)', () => {
     const c = container(job);
     expect(c.command).toEqual(['node', '--require', 'tsx/cjs', 'scripts/migrate.ts']);
     expect(envOf(c).DATABASE_URL).toEqual({ secretKeyRef: { name: 'wfa-workflow-automation-migrate', key: 'DATABASE_URL' } });
+    // A migration seals stored secrets, so the Job needs the key too.
+    expect(envOf(c).SECRETS_ENCRYPTION_KEY).toEqual({ secretKeyRef: { name: 'wfa-workflow-automation-migrate', key: 'SECRETS_ENCRYPTION_KEY' } });
     // The chart's ServiceAccount does not exist yet when a pre-install hook runs.
     expect(job.spec.template.spec.serviceAccountName).toBeUndefined();
     const secret = find(all, 'Secret', 'wfa-workflow-automation-migrate');
@@ -179,9 +181,9 @@ describe('chart: production example (existingSecret, KEDA, ServiceMonitor)', () 
         { secretRef: { name: 'wfa-credentials' } },
       ]);
     }
-    expect(envOf(container(find(all, 'Job', 'wfa-workflow-automation-migrate'))).DATABASE_URL).toEqual({
-      secretKeyRef: { name: 'wfa-credentials', key: 'DATABASE_URL' },
-    });
+    const migrateEnv = envOf(container(find(all, 'Job', 'wfa-workflow-automation-migrate')));
+    expect(migrateEnv.DATABASE_URL).toEqual({ secretKeyRef: { name: 'wfa-credentials', key: 'DATABASE_URL' } });
+    expect(migrateEnv.SECRETS_ENCRYPTION_KEY).toEqual({ secretKeyRef: { name: 'wfa-credentials', key: 'SECRETS_ENCRYPTION_KEY' } });
   });
 
   test('KEDA scales the worker on the Temporal task queue the worker polls', () => {
