@@ -28,9 +28,11 @@ describe('inbound messages and their customer', () => {
       customerId,
     ]);
 
-  it('concurrent first messages of a new customer: one customer, every message counted and started', async () => {
+  it('concurrent first messages of a new customer: one customer, every message counted, one execution started and the others skipped', async () => {
     const answers = await Promise.all(Array.from({ length: 6 }, () => send({ customer_id: 'new-1', message: 'hello there' })));
-    expect(answers.map((a) => [a.status, a.body.data?.status])).toEqual(Array.from({ length: 6 }, () => [201, 'started']));
+    // The workflow runs once at a time per customer (the default concurrency rule): one start, five skips.
+    expect(answers.map((a) => a.status)).toEqual(Array.from({ length: 6 }, () => 201));
+    expect(answers.map((a) => a.body.data?.status).sort()).toEqual(['skipped', 'skipped', 'skipped', 'skipped', 'skipped', 'started']);
     const customerIds = new Set(answers.map((a) => a.body.data.customer_id as string));
     expect(customerIds.size).toBe(1);
     const [customerId] = [...customerIds];
@@ -40,7 +42,7 @@ describe('inbound messages and their customer', () => {
     );
     expect(row).toEqual({ message_count: 6, n: 1 });
     expect(await eventsOf('customer.created', customerId!)).toHaveLength(1);
-    // Each message: its execution, attributed to the trigger, with its firing and events, all linked.
+    // The starting message: its execution, attributed to the trigger, with its firing and events, all linked.
     const linked = await t.query<{ n: number }>(
       `select count(*)::int as n from messages m
          join executions e on e.id = m.execution_id and e.message_id = m.id and e.trigger_id = ? and e.customer_id = m.customer_id
@@ -48,16 +50,24 @@ describe('inbound messages and their customer', () => {
         where m.customer_id = ? and m.delivered_at is not null`,
       [triggerId, customerId],
     );
-    expect(linked[0]!.n).toBe(6);
-    expect(await eventsOf('workflow.started', customerId!)).toHaveLength(6);
+    expect(linked[0]!.n).toBe(1);
+    // The others: a skipped firing each, no execution, the message not linked.
+    const skipped = await t.query<{ n: number }>(
+      `select count(*)::int as n from trigger_executions f
+        where f.customer_id = ? and f.trigger_id = ? and f.status = 'skipped' and f.execution_id is null and f.error_code = 'already_running'`,
+      [customerId, triggerId],
+    );
+    expect(skipped[0]!.n).toBe(5);
+    expect(await t.query('select 1 from messages where customer_id = ? and execution_id is null and delivered_at is null', [customerId])).toHaveLength(5);
+    expect(await eventsOf('workflow.started', customerId!)).toHaveLength(1);
     expect(await eventsOf('trigger.activated', customerId!)).toHaveLength(6);
     const received = await eventsOf('message.received', customerId!);
     expect(received).toHaveLength(6);
     // Started on Temporal after the answer, and stamped (in one batch) so the reconciler leaves them alone.
     await waitFor(
       async () =>
-        (await t.query<{ n: number }>('select count(*)::int as n from executions where customer_id = ? and temporal_started_at is not null', [customerId]))[0]!.n === 6,
-      'the six starts to be stamped',
+        (await t.query<{ n: number }>('select count(*)::int as n from executions where customer_id = ? and temporal_started_at is not null', [customerId]))[0]!.n === 1,
+      'the start to be stamped',
     );
     expect(received[0]!.data).toEqual({
       message_id: expect.any(String),

@@ -25,10 +25,25 @@ describe('inbound message targets kept in memory', () => {
     return res.body.data as { status: string; customer_id: string; executions: Array<{ workflow_id: string; trigger_id: string | null }> };
   };
   const reads = () => t.services.messageTargets.reads;
+  /**
+   * Ends the customer's running executions through the API (no worker runs them here): a
+   * workflow runs once at a time per customer, so the customer's next message may start it again.
+   */
+  const endConversation = async (customer: string) => {
+    const running = await t.query<{ id: string; workflow_id: string }>(
+      `select e.id, e.workflow_id from executions e join customers c on c.id = e.customer_id
+        where c.organization_id = ? and c.external_id = ? and e.status = 'running'`,
+      [org, customer],
+    );
+    for (const e of running) {
+      expect((await t.request.post(`/v1/workflows/${e.workflow_id}/executions/${e.id}/cancel`).set(bearer(key))).status).toBe(200);
+    }
+  };
 
   it('a known customer and a new one read nothing; the executions’ counters are no change', async () => {
     const first = await send('known', 'hello');
     expect(first.executions).toEqual([expect.objectContaining({ workflow_id: workflowId, trigger_id: triggerId })]);
+    await endConversation('known');
     const before = reads();
 
     const again = await send('known', 'hello again');
@@ -45,6 +60,7 @@ describe('inbound message targets kept in memory', () => {
       [workflowId, triggerId],
     );
     expect(counts).toEqual({ workflow: 3, trigger: 3 });
+    await endConversation('known');
     await send('known', 'hello once more');
     expect(reads()).toBe(before);
   });
@@ -56,6 +72,7 @@ describe('inbound message targets kept in memory', () => {
     const answer = await send('elsewhere', 'hello');
     expect(answer).toMatchObject({ status: 'started', customer_id: 'cus_elsewhere' });
     expect(reads()).toBe(before + 1);
+    await endConversation('elsewhere');
     await send('elsewhere', 'hello');
     expect(reads()).toBe(before + 1);
 
@@ -70,7 +87,9 @@ describe('inbound message targets kept in memory', () => {
   });
 
   it('a trigger changed through the API is acted on by the next message', async () => {
+    await endConversation('known');
     await send('known', 'hello'); // the candidates are in memory now
+    await endConversation('known');
     const put = await t.request
       .put(`/v1/triggers/${triggerId}`)
       .set(bearer(key))
@@ -85,12 +104,15 @@ describe('inbound message targets kept in memory', () => {
   });
 
   it('a change by another writer of the database is acted on too, with no signal to this process', async () => {
+    await endConversation('known');
     expect((await send('known', 'bonjour')).status).toBe('started');
+    await endConversation('known');
     await t.query(`update workflows set status = 'inactive' where id = ?`, [workflowId]);
     expect(await send('known', 'bonjour')).toMatchObject({ status: 'no_match', executions: [] });
 
     await t.query(`update workflows set status = 'active' where id = ?`, [workflowId]);
     expect((await send('known', 'bonjour')).executions).toEqual([expect.objectContaining({ workflow_id: workflowId })]);
+    await endConversation('known');
 
     // A workflow of the channel created meanwhile starts on its own keywords at once.
     const other = await t.request

@@ -215,6 +215,9 @@ describe('dependency outages', () => {
     const again = await send(body);
     expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
+    // The customer's conversation ends first: a workflow runs once at a time per customer.
+    const [started] = first.body.data.executions;
+    await waitForExecution(t, key, started.workflow_id, started.id, 'success');
     // Concurrent redeliveries: still one message, one execution.
     const racing = await Promise.all([1, 2, 3].map(() => send({ ...body, provider_message_id: 'wamid.2' })));
     expect(racing.map((r) => r.status).sort()).toEqual([200, 200, 201]);

@@ -256,14 +256,18 @@ export async function clearWaiting(em: EntityManager, ctx: ExecutionContext): Pr
  * recorded once. The workflow's counters and the rollups follow the status change (their
  * triggers subtract the old status), the node rollups the deleted steps. Idempotent: a
  * no-op once this run took over, or for an execution that did not fail (a cancelled or
- * successful execution stays so, and the reset run stops at its first node). One statement.
+ * successful execution stays so, and the reset run stops at its first node). The reopened
+ * execution gives up its concurrency slot (an operator's reset is outside the rule; a newer
+ * execution may hold it). One statement.
  */
 export async function reopenAfterReset(em: SqlRunner, ctx: ExecutionContext & { runId: string; firstRunId: string }): Promise<boolean> {
   const rows = await em.execute<Array<{ id: string }>>(
     `with e as (
        update executions
           set status = 'running', output = null, error_type = null, error_message = null, completed_at = null, duration_ms = null,
-              reset_from_run_id = coalesce(temporal_run_id, ?), temporal_run_id = ?
+              reset_from_run_id = coalesce(temporal_run_id, ?), temporal_run_id = ?,
+              -- An operator's reset is outside the concurrency rule: the customer may have a newer execution running.
+              concurrency_key = null
         where id = ? and status = 'failed' and temporal_run_id is distinct from ?
         returning id
      ), steps as (

@@ -38,6 +38,7 @@ import { Customer } from '../customers/customer.entity';
 import { executionMetadata } from '../../temporal-metadata';
 import { transactionalRetrying } from '../../db/transaction';
 import { dispatchStart, type StartKind } from '../starts/durable-start';
+import { type HotPool, hotQuery } from '../../db/hot-query';
 
 export interface StartExecutionRequest {
   organizationId: string;
@@ -95,19 +96,53 @@ export interface ExecutionStartRow {
   input: Record<string, unknown>;
   message_id: string;
   started_at: Date;
+  /** The slot the execution holds (`concurrencyKey`): at most one running execution holds it. */
+  concurrency_key: string;
 }
 
-const START_COLUMNS = 'id, organization_id, workflow_id, revision, trigger_id, customer_id, channel, status, input, message_id, started_at';
+const START_COLUMNS = 'id, organization_id, workflow_id, revision, trigger_id, customer_id, channel, status, input, message_id, started_at, concurrency_key';
+
+/**
+ * The slot of a workflow's execution for one customer under `configuration.concurrency`
+ * (`per: "customer"`, `limit: 1`): a unique partial index on running executions
+ * (Migration20261211000100_execution_concurrency) lets one hold it at a time.
+ */
+export const concurrencyKey = (workflowId: string, customerId: string) => `${workflowId}:${customerId}`;
 
 /**
  * The INSERT of the executions an inbound message starts (inbound/message.writes.ts): the
  * rows of the JSON array `rowsJson` (`ExecutionStartRow`s; a SQL expression), when `when`
- * holds. Their Temporal starts follow the commit (`dispatchExecution`).
+ * holds; it returns the ids it inserted. A row whose `concurrency_key` a running execution
+ * holds is not inserted (`on_conflict: "skip"`): the unique index decides, so a concurrent
+ * statement's uncommitted execution is waited for, not missed by this statement's snapshot.
+ * Their Temporal starts follow the commit (`dispatchExecution`).
  */
 export const insertExecutionRowsSql = (rowsJson: string, when: string) =>
   `insert into executions (${START_COLUMNS})
       select ${START_COLUMNS}
-        from jsonb_populate_recordset(null::executions, ${rowsJson}::jsonb) where ${when}`;
+        from jsonb_populate_recordset(null::executions, ${rowsJson}::jsonb) where ${when}
+      on conflict (concurrency_key) where status = 'running' and concurrency_key is not null do nothing
+      returning id`;
+
+const RUNNING_EXECUTIONS = {
+  name: 'execution-slot-holders',
+  // Still running (the unique index), else ended since: the newest before the message.
+  text: `select k.key, coalesce(
+             (select e.id from executions e where e.concurrency_key = k.key and e.status = 'running'),
+             (select e.id from executions e
+               where e.organization_id = $3 and e.workflow_id = split_part(k.key, ':', 1) and e.concurrency_key = k.key and e.started_at <= $2
+               order by e.started_at desc limit 1)) as id
+           from unnest($1::text[]) k(key)`,
+};
+
+/**
+ * The executions that held the slots (`concurrencyKey`s) when a message's starts were
+ * skipped, read after the commit: the skipping statement's snapshot may not see them.
+ */
+export async function runningExecutionIds(pool: HotPool, organizationId: string, keys: string[], before: Date): Promise<Map<string, string>> {
+  const rows = await hotQuery<{ key: string; id: string | null }>(pool, RUNNING_EXECUTIONS, [keys, before, organizationId]);
+  return new Map(rows.flatMap((r) => (r.id === null ? [] : [[r.key, r.id] as const])));
+}
 
 /** What starting an execution needs of its workflow. */
 export type RunnableWorkflow = Pick<Workflow, 'id' | 'name' | 'status' | 'revision' | 'configuration'>;

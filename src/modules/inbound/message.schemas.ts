@@ -38,9 +38,23 @@ export const InboundResultOut = z
   .object({
     message_id: z.string(),
     customer_id: z.string(),
-    status: z.enum(['resumed', 'started', 'no_match']),
+    status: z.enum(['resumed', 'started', 'skipped', 'no_match']).openapi({
+      description:
+        '`resumed`: a reply to a waiting form; `started`: at least one execution started; `skipped`: every workflow it matched already runs for this customer (`configuration.concurrency`); `no_match`',
+    }),
     executions: z.array(
-      z.object({ id: z.string(), workflow_id: z.string(), trigger_id: z.string().nullable(), action: z.enum(['started', 'resumed']) }),
+      z.union([
+        z.object({ id: z.string(), workflow_id: z.string(), trigger_id: z.string().nullable(), action: z.enum(['started', 'resumed']) }),
+        z
+          .object({
+            id: z.string().nullable().openapi({ description: 'The execution already running for this customer (null if it ended before it could be read)' }),
+            workflow_id: z.string(),
+            trigger_id: z.string().nullable(),
+            action: z.literal('skipped'),
+            reason: z.literal('already_running'),
+          })
+          .openapi('InboundMessageSkip', { description: "The workflow's concurrency rule (`on_conflict: \"skip\"`) started nothing for it" }),
+      ]),
     ),
   })
   .openapi('InboundMessageResult');

@@ -27,7 +27,8 @@
 import { failpoint } from '../../failpoints';
 import { busyWithConflict } from '../../errors';
 import type { InboundServices } from './inbound-state';
-import { dispatchExecution } from '../executions/execution.starter';
+import { dispatchExecution, runningExecutionIds } from '../executions/execution.starter';
+import { ALREADY_RUNNING } from '../triggers/trigger-firing';
 import { deliverReply } from '../executions/reply-delivery';
 import type { MessageTargets } from './message-targets';
 import type { InboundMessage } from './inbound-message';
@@ -37,10 +38,18 @@ import { isDeadlockOrSerialization, retrying } from '../../db/transaction';
 export interface InboundResult {
   message_id: string;
   customer_id: string;
-  /** `resumed`: delivered to a waiting execution; `started`: executions started; `no_match`. */
-  status: 'resumed' | 'started' | 'no_match';
-  executions: Array<{ id: string; workflow_id: string; trigger_id: string | null; action: 'started' | 'resumed' }>;
+  /**
+   * `resumed`: delivered to a waiting execution; `started`: executions started; `skipped`:
+   * it matched, but every workflow it matched was already running for the customer; `no_match`.
+   */
+  status: 'resumed' | 'started' | 'skipped' | 'no_match';
+  executions: InboundOutcome[];
 }
+
+/** What the message did to one workflow; `skipped`: `id` is the execution already running (`reason: already_running`). */
+export type InboundOutcome =
+  | { id: string; workflow_id: string; trigger_id: string | null; action: 'started' | 'resumed' }
+  | { id: string | null; workflow_id: string; trigger_id: string | null; action: 'skipped'; reason: typeof ALREADY_RUNNING };
 
 /** What the first message with this id did: the outcome a redelivery answers with. */
 async function firstOutcome(services: InboundServices, organizationId: string, msg: InboundMessage): Promise<InboundResult | undefined> {
@@ -140,5 +149,12 @@ async function receiveNew(services: InboundServices, organizationId: string, msg
     result.executions.push({ id: pending.executionId, workflow_id: pending.workflowInput.workflowId, trigger_id: pending.triggerId, action: 'started' });
   }
   if (result.executions.length > 0) result.status = 'started';
+  if (recorded.skipped.length > 0) {
+    if (result.executions.length === 0) result.status = 'skipped';
+    const holders = await runningExecutionIds(services.hotPool, organizationId, recorded.skipped.map((s) => s.concurrencyKey), recorded.receivedAt);
+    for (const s of recorded.skipped) {
+      result.executions.push({ id: holders.get(s.concurrencyKey) ?? null, workflow_id: s.workflowId, trigger_id: s.triggerId, action: 'skipped', reason: ALREADY_RUNNING });
+    }
+  }
   return result;
 }

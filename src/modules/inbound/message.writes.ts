@@ -21,7 +21,12 @@
  *    not seen yet is the common case after a restart);
  * 2. the wait claim: the customer's newest open form wait on the channel, locked and closed
  *    (`for update`: exactly one of a reply, the form opening and its timeout wins);
- * 3. unless a wait was claimed, the executions, firings and their events the message starts;
+ * 3. unless a wait was claimed, the executions, firings and their events the message starts.
+ *    Each execution takes its workflow's slot for the customer (`concurrency_key`,
+ *    `configuration.concurrency`): one whose slot a running execution holds is not inserted
+ *    (the unique index decides, waiting for a concurrent message's statement), its firing is
+ *    recorded `skipped` and its `workflow.started` event is dropped. A reply (2) is never
+ *    subject to the rule;
  * 4. the message, linked to the claimed execution (a reply) or to the first execution it
  *    started (delivered already), and its `message.received` event;
  * 5. `customer.created`, or `customer.updated` when the name changed;
@@ -56,6 +61,7 @@ import { countInboundCustomerCtes, type InboundCustomerSql, insertInboundCustome
 import { EVENT_COLUMNS, insertEventsSql, outboxEventJson as eventRow } from '../events/outbox';
 import { claimOpenWaitCtes } from '../executions/execution.recorder';
 import {
+  concurrencyKey,
   type ExecutionStartRow,
   executionWorkflowInput,
   insertExecutionRowsSql,
@@ -91,12 +97,16 @@ function planStarts(targets: MessageTargets, m: { organizationId: string; custom
   const firings: FiringRow[] = [];
   const events: object[] = [];
   const starts: PendingExecution[] = [];
+  /** The concurrency slot of each start, in the order of `starts`. */
+  const keys: string[] = [];
   const start = (workflowId: string, triggerId: string | null, input: Record<string, unknown>) => {
     const wf = targets.workflows.get(workflowId)!;
     const id = newId('execution');
     executions.push({
       id, organization_id: organizationId, workflow_id: workflowId, revision: wf.revision, trigger_id: triggerId, customer_id: customerId,
       channel: msg.channel, status: 'running', input, message_id: messageId, started_at: now,
+      // Every workflow's rule is per customer with one slot (DEFAULT_CONCURRENCY when unset).
+      concurrency_key: concurrencyKey(workflowId, customerId),
     });
     events.push(eventRow({
       organizationId,
@@ -109,6 +119,7 @@ function planStarts(targets: MessageTargets, m: { organizationId: string; custom
       { name: wf.name, nodes: wf.configuration!.nodes },
     );
     starts.push({ executionId: id, triggerId, customerExternalId: msg.customer_id, workflowInput });
+    keys.push(concurrencyKey(workflowId, customerId));
     return id;
   };
   const covered = new Set<string>();
@@ -134,7 +145,7 @@ function planStarts(targets: MessageTargets, m: { organizationId: string; custom
     covered.add(workflowId);
     start(workflowId, null, { message: msg.message });
   }
-  return { executions, firings, events, starts };
+  return { executions, firings, events, starts, keys };
 }
 
 /** The statement's customer, as its placeholders. */
@@ -159,15 +170,18 @@ const write = (name: string, customer: string) => ({
     ex as (
       ${insertExecutionRowsSql('$11', STARTS)}
     ),
+    first_started as (
+      select p.id from jsonb_array_elements_text($10::jsonb) with ordinality p(id, n) where p.id in (select id from ex) order by p.n limit 1
+    ),
     fired as (
-      ${insertFiringRowsSql('$12', STARTS)}
+      ${insertFiringRowsSql('$12', STARTS, 'ex')}
     ),
     msg as (
       ${insertInboundMessageSql(
         {
           id: '$6::text', organizationId: '$1::text', customerId: '$4::text', channel: '$2::text', text: '$7::text', metadata: '$8::jsonb',
-          language: '$9::text', executionId: 'coalesce(claim.id, $10::text)', replyToWait: 'claim.waiting_key', providerMessageId: '$14::text',
-          deliveredAt: 'case when claim.id is null and $10::text is not null then now() end',
+          language: '$9::text', executionId: 'coalesce(claim.id, (select id from first_started))', replyToWait: 'claim.waiting_key', providerMessageId: '$14::text',
+          deliveredAt: 'case when claim.id is null and exists (select 1 from first_started) then now() end',
         },
         'from (select 1) one left join claim on true where exists (select 1 from cust)',
       )}
@@ -175,7 +189,7 @@ const write = (name: string, customer: string) => ({
     ev as (
       ${insertEventsSql(`
       select ${EVENT_COLUMNS} from jsonb_populate_recordset(null::events, $13::jsonb)
-       where ${STARTS}
+       where ${STARTS} and (type <> 'workflow.started' or data->>'execution_id' in (select id from ex))
       union all
       select r.id, r.organization_id, r.type, case when claim.id is null then r.data else jsonb_set(r.data, '{execution_id}', to_jsonb(claim.id)) end, r.created_at
         from jsonb_populate_record(null::events, $15::jsonb) r left join claim on true where exists (select 1 from cust)
@@ -185,7 +199,8 @@ const write = (name: string, customer: string) => ({
       select ${EVENT_COLUMNS} from jsonb_populate_record(null::events, $17::jsonb)
        where $17::jsonb is not null and not (select created from cust) and (select old_name from cust) is distinct from $5::text`)}
     )
-    select v.current, exists (select 1 from dup) as duplicate, exists (select 1 from cust) as written, claim.id, claim.workflow_id, claim.waiting_key
+    select v.current, exists (select 1 from dup) as duplicate, exists (select 1 from cust) as written, claim.id, claim.workflow_id, claim.waiting_key,
+           array(select id from ex) as started
       from (select check_message_target_version($1::text, $18::bigint) as current) v left join claim on true`,
 });
 
@@ -199,6 +214,17 @@ export interface WrittenMessage {
   waiting: ClaimedWait | undefined;
   /** The executions to start on Temporal after the statement. */
   started: PendingExecution[];
+  /** The starts the workflows' concurrency rule skipped: an execution for the customer was running. */
+  skipped: SkippedStart[];
+  /** The time the message's rows carry. */
+  receivedAt: Date;
+}
+
+/** A start the concurrency rule skipped (`on_conflict: "skip"`), with the slot it found held. */
+export interface SkippedStart {
+  workflowId: string;
+  triggerId: string | null;
+  concurrencyKey: string;
 }
 
 /** Writes the message and everything it starts or answers, in one statement (see above). */
@@ -230,7 +256,7 @@ export async function writeMessage(
     },
   });
   const json = (v: unknown) => JSON.stringify(v);
-  const [row] = await hotQuery<{ duplicate: boolean; written: boolean; id: string | null } & ClaimedWait>(pool, targets.customerId ? WRITE_KNOWN_CUSTOMER : WRITE_NEW_CUSTOMER, [
+  const [row] = await hotQuery<{ duplicate: boolean; written: boolean; id: string | null; started: string[] } & ClaimedWait>(pool, targets.customerId ? WRITE_KNOWN_CUSTOMER : WRITE_NEW_CUSTOMER, [
     organizationId, // $1
     msg.channel, // $2
     msg.customer_id, // $3
@@ -240,7 +266,7 @@ export async function writeMessage(
     msg.message, // $7
     json(msg.metadata ?? {}), // $8
     language ?? null, // $9
-    plan.starts[0]?.executionId ?? null, // $10
+    json(plan.starts.map((p) => p.executionId)), // $10
     json(plan.executions), // $11
     json(plan.firings), // $12
     json(plan.events), // $13
@@ -253,5 +279,13 @@ export async function writeMessage(
   if (row!.duplicate) throw new Redelivery();
   if (!row!.written) throw new CustomerExists();
   const claimed = row!.id === null ? undefined : { id: row!.id, workflow_id: row!.workflow_id, waiting_key: row!.waiting_key };
-  return { messageId, customerId, waiting: claimed, started: claimed ? [] : plan.starts };
+  if (claimed) return { messageId, customerId, waiting: claimed, started: [], skipped: [], receivedAt: now };
+  const inserted = new Set(row!.started);
+  const started: PendingExecution[] = [];
+  const skipped: SkippedStart[] = [];
+  plan.starts.forEach((p, i) => {
+    if (inserted.has(p.executionId)) started.push(p);
+    else skipped.push({ workflowId: p.workflowInput.workflowId, triggerId: p.triggerId, concurrencyKey: plan.keys[i]! });
+  });
+  return { messageId, customerId, waiting: undefined, started, skipped, receivedAt: now };
 }

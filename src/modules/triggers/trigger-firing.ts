@@ -239,15 +239,25 @@ export interface FiringRow {
 
 const FIRING_COLUMNS = 'id, organization_id, trigger_id, workflow_id, execution_id, customer_id, channel, status, input, metadata, triggered_at';
 
+/** Why a firing started nothing because its workflow's execution for the customer is still running. */
+export const ALREADY_RUNNING = 'already_running';
+
 /**
  * The INSERT of the firings an inbound message records in its own statement
  * (inbound/message.writes.ts): the rows of the JSON array `rowsJson` (`FiringRow`s; a SQL
- * expression), when `when` holds.
+ * expression), when `when` holds. `startedIds` is a relation of the execution ids the
+ * statement inserted (a CTE's name): a firing whose execution is not among them was skipped
+ * by the workflow's concurrency rule and is recorded `skipped` (reason `already_running`,
+ * completed at once, no execution).
  */
-export const insertFiringRowsSql = (rowsJson: string, when: string) =>
-  `insert into trigger_executions (${FIRING_COLUMNS})
-      select ${FIRING_COLUMNS}
-        from jsonb_populate_recordset(null::trigger_executions, ${rowsJson}::jsonb) where ${when}`;
+export const insertFiringRowsSql = (rowsJson: string, when: string, startedIds: string) =>
+  `insert into trigger_executions (${FIRING_COLUMNS}, error_code, completed_at)
+      select r.id, r.organization_id, r.trigger_id, r.workflow_id, case when s.id is null then null else r.execution_id end,
+             r.customer_id, r.channel, case when s.id is null then 'skipped' else r.status end, r.input, r.metadata, r.triggered_at,
+             case when s.id is null then '${ALREADY_RUNNING}' end, case when s.id is null then r.triggered_at end
+        from jsonb_populate_recordset(null::trigger_executions, ${rowsJson}::jsonb) r
+        left join ${startedIds} s on s.id = r.execution_id
+       where ${when}`;
 
 /** A firing's `metadata`: the source's, with the firing time. */
 export function firingMetadata(metadata: Record<string, unknown> | undefined, now: Date): Record<string, unknown> {

@@ -68,8 +68,12 @@ export const TriggerSchema = new EntitySchema<Trigger>({
   },
 });
 
-/** Own status of a firing: `running` until it is linked to an execution, `failed` when none could start. */
-export type TriggerExecutionOwnStatus = 'running' | 'failed';
+/**
+ * Own status of a firing: `running` until it is linked to an execution, `failed` when none
+ * could start, `skipped` when the workflow's concurrency rule started none (its execution
+ * for the customer was still running).
+ */
+export type TriggerExecutionOwnStatus = 'running' | 'failed' | 'skipped';
 
 export class TriggerExecution {
   [OptionalProps]?: 'executionId' | 'customerId' | 'status' | 'metadata' | 'errorCode' | 'errorMessage' | 'sourceKey' | 'completedAt' | 'triggeredAt';

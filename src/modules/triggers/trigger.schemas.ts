@@ -201,7 +201,8 @@ export const TriggerTransitionOut = z
   })
   .openapi('TriggerTransition');
 
-export const TRIGGER_EXECUTION_STATUSES = ['success', 'failed', 'running'] as const;
+/** `skipped`: the workflow's concurrency rule started nothing (its execution for the customer was still running). */
+export const TRIGGER_EXECUTION_STATUSES = ['success', 'failed', 'running', 'skipped'] as const;
 
 export const TriggerExecutionOut = z
   .object({

@@ -61,7 +61,7 @@ export interface ExecutionRow {
   execution_id: string | null;
   customer_id: string | null;
   channel: string;
-  status: 'success' | 'failed' | 'running';
+  status: 'success' | 'failed' | 'running' | 'skipped';
   workflow_status: string | null;
   input: Record<string, unknown>;
   metadata: Record<string, unknown>;
@@ -73,11 +73,14 @@ export interface ExecutionRow {
   duration_ms: number | null;
 }
 
-/** A firing's outcome is its execution's, read at query time; `cancelled` counts as failed. */
+/**
+ * A firing's outcome is its execution's, read at query time; `cancelled` counts as failed;
+ * a firing the concurrency rule skipped is `skipped` (it has no execution).
+ */
 const DERIVED = `
   select te.id, te.trigger_id, te.workflow_id, te.execution_id, te.customer_id, te.channel, te.input, te.metadata,
          te.triggered_at,
-         case when te.status = 'failed' then 'failed'
+         case when te.status in ('failed', 'skipped') then te.status
               when e.status is null then 'running'
               when e.status in ('failed', 'cancelled') then 'failed'
               else e.status end as status,
@@ -262,7 +265,7 @@ export class TriggerService {
       this.em,
       {
         sql: `select status, duration_ms, any_customer_id as customer_id, channel, triggered_at as at from (${DERIVED}
-               where te.organization_id = ? and te.trigger_id = ? and te.triggered_at >= ? and te.triggered_at < ?) d`,
+               where te.organization_id = ? and te.trigger_id = ? and te.triggered_at >= ? and te.triggered_at < ? and te.status <> 'skipped') d`,
         params: [organizationId, triggerId, start, end],
       },
       q.granularity,

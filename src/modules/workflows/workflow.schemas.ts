@@ -102,9 +102,28 @@ export const WorkflowTrigger = z
   ])
   .openapi('WorkflowTrigger', { description: '`keyword`: inbound messages containing a keyword; `call`: phone calls (voice workflows)' });
 
+/**
+ * How many executions of the workflow may run at once per customer, and what a message that
+ * would start one more does (docs/executions.md, "One conversation per customer"). Absent:
+ * `DEFAULT_CONCURRENCY`. `limit` is 1 for now (a unique index decides it).
+ */
+export const WorkflowConcurrency = z
+  .strictObject({
+    per: z.literal('customer').default('customer'),
+    limit: z.literal(1).default(1),
+    on_conflict: z
+      .enum(['skip'])
+      .default('skip')
+      .openapi({ description: '`skip`: a message that would start a second execution for the customer starts none for this workflow (its outcome: `action: "skipped", reason: "already_running"`)' }),
+  })
+  .openapi('WorkflowConcurrency', { description: 'Default `{per: "customer", limit: 1, on_conflict: "skip"}`. Replies to a waiting form are never subject to it' });
+export type WorkflowConcurrency = z.output<typeof WorkflowConcurrency>;
+export const DEFAULT_CONCURRENCY: WorkflowConcurrency = { per: 'customer', limit: 1, on_conflict: 'skip' };
+
 export const WorkflowConfiguration = z
   .strictObject({
     trigger: WorkflowTrigger.optional(),
+    concurrency: WorkflowConcurrency.optional(),
     nodes: z.array(WorkflowNode).min(1).max(MAX_NODES),
   })
   .superRefine((config, ctx) => {
