@@ -2262,6 +2262,7 @@ export interface components {
         };
         WorkflowConfiguration: {
             trigger?: components["schemas"]["WorkflowTrigger"];
+            concurrency?: components["schemas"]["WorkflowConcurrency"];
             nodes: components["schemas"]["WorkflowNode"][];
         } | null;
         /** @description `keyword`: inbound messages containing a keyword; `call`: phone calls (voice workflows) */
@@ -2274,6 +2275,25 @@ export interface components {
             type: "call";
             /** @description Only calls to this twilio_voice connection; any of the organization’s otherwise */
             channel_connection_id?: string;
+        };
+        /** @description Default `{per: "customer", limit: 1, on_conflict: "skip"}`. Replies to a waiting form are never subject to it */
+        WorkflowConcurrency: {
+            /**
+             * @default customer
+             * @enum {string}
+             */
+            per: "customer";
+            /**
+             * @default 1
+             * @enum {number}
+             */
+            limit: 1;
+            /**
+             * @description `skip`: a message that would start a second execution for the customer starts none for this workflow (its outcome: `action: "skipped", reason: "already_running"`)
+             * @default skip
+             * @enum {string}
+             */
+            on_conflict: "skip";
         };
         WorkflowNode: components["schemas"]["MessageNode"] | components["schemas"]["AiResponseNode"] | components["schemas"]["FormNode"];
         MessageNode: {
@@ -2899,7 +2919,7 @@ export interface components {
             trigger_id: string;
             workflow_id: string;
             /** @enum {string} */
-            status: "success" | "failed" | "running";
+            status: "success" | "failed" | "running" | "skipped";
             /**
              * Format: date-time
              * @example 2026-11-22T10:00:00.000Z
@@ -2981,15 +3001,29 @@ export interface components {
         InboundMessageResult: {
             message_id: string;
             customer_id: string;
-            /** @enum {string} */
-            status: "resumed" | "started" | "no_match";
-            executions: {
+            /**
+             * @description `resumed`: a reply to a waiting form; `started`: at least one execution started; `skipped`: every workflow it matched already runs for this customer (`configuration.concurrency`); `no_match`
+             * @enum {string}
+             */
+            status: "resumed" | "started" | "skipped" | "no_match";
+            executions: ({
                 id: string;
                 workflow_id: string;
                 trigger_id: string | null;
                 /** @enum {string} */
                 action: "started" | "resumed";
-            }[];
+            } | components["schemas"]["InboundMessageSkip"])[];
+        };
+        /** @description The workflow's concurrency rule (`on_conflict: "skip"`) started nothing for it */
+        InboundMessageSkip: {
+            /** @description The execution already running for this customer (null if it ended before it could be read) */
+            id: string | null;
+            workflow_id: string;
+            trigger_id: string | null;
+            /** @enum {string} */
+            action: "skipped";
+            /** @enum {string} */
+            reason: "already_running";
         };
         InboundMessage: {
             channel: components["schemas"]["Channel"];
@@ -3951,6 +3985,25 @@ export interface components {
                 temporal: "ok" | "unavailable";
             };
         };
+        /** @description Default `{per: "customer", limit: 1, on_conflict: "skip"}`. Replies to a waiting form are never subject to it */
+        WorkflowConcurrencyInput: {
+            /**
+             * @default customer
+             * @enum {string}
+             */
+            per?: "customer";
+            /**
+             * @default 1
+             * @enum {number}
+             */
+            limit?: 1;
+            /**
+             * @description `skip`: a message that would start a second execution for the customer starts none for this workflow (its outcome: `action: "skipped", reason: "already_running"`)
+             * @default skip
+             * @enum {string}
+             */
+            on_conflict?: "skip";
+        };
         FormNodeInput: {
             id: string;
             next?: string;
@@ -4015,6 +4068,7 @@ export interface components {
         };
         WorkflowConfigurationInput: {
             trigger?: components["schemas"]["WorkflowTrigger"];
+            concurrency?: components["schemas"]["WorkflowConcurrencyInput"];
             nodes: components["schemas"]["WorkflowNodeInput"][];
         } | null;
         WorkflowNodeInput: components["schemas"]["MessageNode"] | components["schemas"]["AiResponseNode"] | components["schemas"]["FormNodeInput"];
@@ -8227,7 +8281,7 @@ export interface operations {
                 page?: number;
                 /** @description Items per page, 1 to 100 */
                 limit?: number;
-                status?: "success" | "failed" | "running";
+                status?: "success" | "failed" | "running" | "skipped";
                 start_date?: string;
                 end_date?: string;
             };
