@@ -34,8 +34,8 @@ import { Migration20261208000100_idempotency_leases } from './Migration202612080
 import { Migration20261206000100_webhook_recoveries } from './Migration20261206000100_webhook_recoveries';
 import { Migration20261209000100_daily_rollups } from './Migration20261209000100_daily_rollups';
 import { Migration20261210000100_voice_calls } from './Migration20261210000100_voice_calls';
-import { Migration20261212000100_sealed_webhook_trigger_secrets } from './Migration20261212000100_sealed_webhook_trigger_secrets';
 import { Migration20261211000100_execution_concurrency } from './Migration20261211000100_execution_concurrency';
+import { Migration20261212000100_sealed_webhook_trigger_secrets } from './Migration20261212000100_sealed_webhook_trigger_secrets';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -70,6 +70,6 @@ export const migrationsList = [
   { name: 'Migration20261206000100_webhook_recoveries', class: Migration20261206000100_webhook_recoveries },
   { name: 'Migration20261209000100_daily_rollups', class: Migration20261209000100_daily_rollups },
   { name: 'Migration20261210000100_voice_calls', class: Migration20261210000100_voice_calls },
-  { name: 'Migration20261212000100_sealed_webhook_trigger_secrets', class: Migration20261212000100_sealed_webhook_trigger_secrets },
   { name: 'Migration20261211000100_execution_concurrency', class: Migration20261211000100_execution_concurrency },
+  { name: 'Migration20261212000100_sealed_webhook_trigger_secrets', class: Migration20261212000100_sealed_webhook_trigger_secrets },
 ];
