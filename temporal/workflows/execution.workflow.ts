@@ -194,8 +194,11 @@ export async function executionWorkflow(input: ExecutionWorkflowInput): Promise<
 }
 
 export async function runExecution(input: ExecutionWorkflowInput, mode: RunMode): Promise<ExecutionWorkflowResult> {
-  // A phone call's execution also answers the voice hook's turns (voice-call.ts).
-  const voice = mode.kind === 'live' && input.channel === 'voice' ? new VoiceCall() : undefined;
+  // A phone call's execution also answers the voice hook's turns (voice-call.ts). A call is
+  // what the voice hook started (its input names the CallSid): a voice-channel conversation
+  // sent through POST /v1/messages keeps its replies as typed and its provider delivery.
+  const isCall = input.channel === 'voice' && typeof input.input?.call_sid === 'string';
+  const voice = mode.kind === 'live' && isCall ? new VoiceCall() : undefined;
   try {
     return await walk(input, mode, voice);
   } finally {

@@ -104,6 +104,10 @@ export function liveExecutionSink(services: Services): ExecutionSink {
     return row?.external_id ?? null;
   };
 
+  // Read only (the voice module owns voice_calls); a read, not an import, keeps voice → executions one-way.
+  const isPhoneCall = async (executionId: string): Promise<boolean> =>
+    (await em().execute<unknown[]>('select 1 from voice_calls where execution_id = ? limit 1', [executionId])).length > 0;
+
   return {
     mode: 'live',
 
@@ -113,8 +117,9 @@ export function liveExecutionSink(services: Services): ExecutionSink {
     },
 
     async deliver(ctx, msg) {
-      // A call hears its messages in the TwiML answers of the voice hook (src/modules/voice): the transcript row is the delivery.
-      if (ctx.channel === 'voice') return;
+      // A call hears its messages in the TwiML answers of the voice hook (src/modules/voice): the
+      // transcript row is the delivery. Other voice-channel conversations go through the provider.
+      if (ctx.channel === 'voice' && (await isPhoneCall(ctx.executionId))) return;
       // An organization's own connection first (src/modules/channels); the adapter is the development default.
       const connection = await channels.connectionFor(ctx);
       if (connection) return await channels.send(connection, ctx, msg);
