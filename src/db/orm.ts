@@ -43,7 +43,20 @@ export async function createOrm(
   });
 }
 
+/**
+ * Migration names that were briefly committed under another name: a database migrated then
+ * recorded that name, so the record is renamed instead of running the migration twice.
+ */
+const RENAMED_MIGRATIONS: ReadonlyArray<[recorded: string, name: string]> = [
+  ['Migration20261202000300_execution_resets', 'Migration20261202000100_execution_resets'],
+];
+
 export async function migrate(orm: Orm): Promise<void> {
+  const conn = orm.em.getConnection();
+  const [table] = await conn.execute<Array<{ exists: boolean }>>("select to_regclass('mikro_orm_migrations') is not null as exists");
+  if (table?.exists) {
+    for (const [recorded, name] of RENAMED_MIGRATIONS) await conn.execute('update mikro_orm_migrations set name = ? where name = ?', [name, recorded]);
+  }
   await orm.getMigrator().up();
 }
 

@@ -6,7 +6,8 @@
  */
 import path from 'node:path';
 import { Client as PgClient } from 'pg';
-import { dropDatabase } from '../../src/db/orm';
+import { createOrm, dropDatabase, migrate } from '../../src/db/orm';
+import { entities } from '../../src/entities';
 import { migrationsList } from '../../src/db/migrations';
 import { uniqueSuffix } from '../helpers/app';
 import { spawnProcess } from '../helpers/process';
@@ -36,6 +37,23 @@ describe('migrations run by several processes at once', () => {
       expect(applied.rows.map((r) => r.name).sort()).toEqual(migrationsList.map((m) => m.name).sort());
       expect(applied.rows.every((r) => r.n === 1)).toBe(true);
     } finally {
+      await db.end();
+    }
+  });
+
+  it('a database that recorded a migration under its briefly committed name is not migrated twice', async () => {
+    const db = new PgClient({ connectionString: databaseUrl });
+    await db.connect();
+    const orm = await createOrm(entities, databaseUrl, 2);
+    try {
+      // As a database migrated at 8817842 recorded it (the file carried that name for one landing).
+      await db.query("update mikro_orm_migrations set name = 'Migration20261202000300_execution_resets' where name = 'Migration20261202000100_execution_resets'");
+      // Running it again would fail: its `alter table executions add column temporal_run_id` exists.
+      await migrate(orm);
+      const applied = await db.query<{ name: string }>('select name from mikro_orm_migrations');
+      expect(applied.rows.map((r) => r.name).sort()).toEqual(migrationsList.map((m) => m.name).sort());
+    } finally {
+      await orm.close();
       await db.end();
     }
   });

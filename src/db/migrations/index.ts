@@ -25,9 +25,9 @@ import { Migration20261129000200_throttled_event_notify } from './Migration20261
 import { Migration20261130000200_message_target_versions } from './Migration20261130000200_message_target_versions';
 import { Migration20261201000100_application_require_jti } from './Migration20261201000100_application_require_jti';
 import { Migration20261201000200_export_generated_at } from './Migration20261201000200_export_generated_at';
+import { Migration20261202000100_execution_resets } from './Migration20261202000100_execution_resets';
 import { Migration20261202000100_webhook_secret_rotation } from './Migration20261202000100_webhook_secret_rotation';
 import { Migration20261202000200_webhook_disabling } from './Migration20261202000200_webhook_disabling';
-import { Migration20261202000300_execution_resets } from './Migration20261202000300_execution_resets';
 import { Migration20261204000100_rollup_functions } from './Migration20261204000100_rollup_functions';
 import { Migration20261207000100_channels } from './Migration20261207000100_channels';
 import { Migration20261208000100_idempotency_leases } from './Migration20261208000100_idempotency_leases';
@@ -61,9 +61,9 @@ export const migrationsList = [
   { name: 'Migration20261130000200_message_target_versions', class: Migration20261130000200_message_target_versions },
   { name: 'Migration20261201000100_application_require_jti', class: Migration20261201000100_application_require_jti },
   { name: 'Migration20261201000200_export_generated_at', class: Migration20261201000200_export_generated_at },
+  { name: 'Migration20261202000100_execution_resets', class: Migration20261202000100_execution_resets },
   { name: 'Migration20261202000100_webhook_secret_rotation', class: Migration20261202000100_webhook_secret_rotation },
   { name: 'Migration20261202000200_webhook_disabling', class: Migration20261202000200_webhook_disabling },
-  { name: 'Migration20261202000300_execution_resets', class: Migration20261202000300_execution_resets },
   { name: 'Migration20261204000100_rollup_functions', class: Migration20261204000100_rollup_functions },
   { name: 'Migration20261207000100_channels', class: Migration20261207000100_channels },
   { name: 'Migration20261208000100_idempotency_leases', class: Migration20261208000100_idempotency_leases },

@@ -7,7 +7,7 @@ import { Migration } from '@mikro-orm/migrations';
  * new run records them anew): deleting a step now takes it out of the node rollups, as
  * inserting it added it (analytics_on_step), so a node re-run after a reset counts once.
  */
-export class Migration20261202000300_execution_resets extends Migration {
+export class Migration20261202000100_execution_resets extends Migration {
   override async up(): Promise<void> {
     this.addSql(`
       alter table executions add column temporal_run_id text, add column reset_from_run_id text;
