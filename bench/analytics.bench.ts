@@ -14,6 +14,9 @@
  * execution) and as many finishes (2 steps and the final status, in one transaction, as the
  * worker writes them) per round, with the analytics triggers on and off, interleaved.
  * A smaller `executions` (and `span`) checks the direction on a loaded machine.
+ * `--keep=1` keeps the seeded database (its URL is printed); `--reuse-db=NAME` measures such a
+ * kept database again without seeding (migrations still run, so a new rollup is backfilled by
+ * its migration), and keeps it.
  * Last line: ratio=<raw time / API time> of the 30-day case (the 365-day one on the line above).
  * Floor ≥ 1.0, goal ≥ 10.
  */
@@ -30,7 +33,7 @@ import { entities } from '../src/entities';
 import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
 import { WorkflowService } from '../src/modules/workflows/workflow.service';
 import { closeServices, createServices } from '../src/services';
-import { benchDatabase, benchTemporal, log, parseBenchArgs } from './lib';
+import { benchDatabase, benchTemporal, log, optionArg, parseBenchArgs } from './lib';
 
 const DAY = 86_400_000;
 const CHANNELS = ['whatsapp', 'instagram', 'voice'];
@@ -216,6 +219,8 @@ async function timeEach(n: number, f: (i: number) => Promise<void>) {
  * machine's background load falls on both.
  */
 async function writeCost(base: string, headers: Record<string, string>, pool: Pool, orgId: string, rounds: number, n: number) {
+  // Step ids of this run: a reused database (--reuse-db) holds the earlier runs' steps.
+  const run = Date.now().toString(36);
   const { rows: triggers } = await pool.query<{ tbl: string; name: string }>(
     `select tgrelid::regclass::text as tbl, tgname as name from pg_trigger where tgname like '%\_analytics%' and not tgisinternal`,
   );
@@ -229,15 +234,17 @@ async function writeCost(base: string, headers: Record<string, string>, pool: Po
       const executions: string[] = [];
       times[mode].post.push(
         ...(await timeEach(n, async (i) => {
-          // Ten customers per round and mode: their first message of the day, then returning ones.
+          // One message per customer and round: new customers in the first round, returning
+          // ones after (each customer's execution of the round before was finished below: a
+          // second message while it ran would be skipped, one conversation per customer).
           const res = await fetch(`${base}/v1/messages`, {
             method: 'POST',
             headers: { ...headers, 'content-type': 'application/json' },
-            body: JSON.stringify({ channel: 'whatsapp', customer_id: `bw-${mode}-${r}-${i % 10}`, message: 'benchwrite' }),
+            body: JSON.stringify({ channel: 'whatsapp', customer_id: `bw-${mode}-${i}`, message: 'benchwrite' }),
           });
-          const body = (await res.json()) as { data?: { executions?: Array<{ id: string }> } };
+          const body = (await res.json()) as { data?: { executions?: Array<{ id: string | null; action: string }> } };
           if (res.status !== 201) throw new Error(`/v1/messages: ${res.status} ${JSON.stringify(body)}`);
-          executions.push(...(body.data?.executions ?? []).map((e) => e.id));
+          executions.push(...(body.data?.executions ?? []).filter((e) => e.action === 'started').map((e) => e.id!));
         })),
       );
       if (executions.length !== n) throw new Error(`expected ${n} executions started, got ${executions.length}`);
@@ -250,7 +257,7 @@ async function writeCost(base: string, headers: Record<string, string>, pool: Po
               await c.query(
                 `insert into execution_steps (id, execution_id, organization_id, node_id, type, status, started_at, completed_at, duration_ms)
                  values ($1, $2, $3, $4, 'message', 'completed', now(), now(), 40)`,
-                [`step_bw_${mode}_${r}_${i}_${k}`, executions[i], orgId, node],
+                [`step_bw_${run}_${mode}_${r}_${i}_${k}`, executions[i], orgId, node],
               );
             }
             await c.query(`update executions set status = 'success', completed_at = now(), duration_ms = 900 where id = $1 and status = 'running'`, [executions[i]]);
@@ -275,7 +282,9 @@ export async function run(args: string[]) {
     writes: 40,
     keep: 0,
   });
-  const db = await benchDatabase();
+  // A kept database (--keep=1) measured again: no seed, not dropped.
+  const reuse = optionArg(args, 'reuse-db');
+  const db = reuse ? { url: `postgresql://postgres@127.0.0.1:5432/${reuse}`, drop: async () => undefined } : await benchDatabase();
   const temporal = await benchTemporal();
   const high = '100000000';
   const config = loadConfig({
@@ -301,7 +310,14 @@ export async function run(args: string[]) {
     const { key } = await keys.create(org.id, 'bench', 'read');
     const { key: writeKey } = await keys.create(org.id, 'bench-writes', 'admin');
     const workflows: string[] = [];
-    for (let w = 0; w < 5; w++) {
+    if (reuse) {
+      const rows = await orm.em
+        .getConnection()
+        .execute<Array<{ id: string }>>(`select id from workflows where organization_id = ? and name like 'Bench _' order by name`, [org.id]);
+      workflows.push(...rows.map((r) => r.id));
+      if (workflows.length !== 5) throw new Error(`--reuse-db=${reuse}: not a kept analytics bench database`);
+    }
+    for (let w = 0; w < 5 && !reuse; w++) {
       const wf = await new WorkflowService(orm.em.fork()).create(org.id, {
         name: `Bench ${w}`,
         channel: 'whatsapp',
@@ -314,7 +330,7 @@ export async function run(args: string[]) {
       });
       workflows.push(wf.id);
     }
-    await seed(db.url, org.id, workflows, executions, span);
+    if (!reuse) await seed(db.url, org.id, workflows, executions, span);
 
     server = createApp(await createApiServices(services)).app.listen(0, '127.0.0.1');
     await new Promise<void>((r) => server!.once('listening', r));
@@ -381,11 +397,14 @@ export async function run(args: string[]) {
 
     if (writes > 0) {
       const admin = { authorization: `Bearer ${writeKey}` };
+      // A reused database keeps the earlier runs' keyword workflow: retired, so each message starts one execution.
+      if (reuse) await client.query(`update workflows set deleted_at = now() where organization_id = $1 and name like 'Bench writes%' and deleted_at is null`, [org.id]);
       const created = await fetch(`${base}/v1/workflows`, {
         method: 'POST',
         headers: { ...admin, 'content-type': 'application/json' },
         body: JSON.stringify({
-          name: 'Bench writes',
+          // A name of its own per run: a reused database keeps the earlier runs' workflows.
+          name: `Bench writes ${Date.now()}`,
           channel: 'whatsapp',
           configuration: { trigger: { type: 'keyword', keywords: ['benchwrite'] }, nodes: [{ id: 'greet', type: 'message', content: 'Hi' }] },
         }),
@@ -411,7 +430,7 @@ export async function run(args: string[]) {
   } finally {
     if (server) await new Promise<void>((r) => server!.close(() => r()));
     await closeServices(services);
-    if (keep) log(`kept ${db.url}`);
+    if (keep || reuse) log(`kept ${db.url}`);
     else await db.drop();
     await temporal.stop();
   }

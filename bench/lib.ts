@@ -24,9 +24,14 @@ export async function benchDatabase(): Promise<{ url: string; drop(): Promise<vo
   return { url, drop: () => dropDatabase(url) };
 }
 
-export async function benchTemporal(): Promise<{ address: string; stop(): Promise<void> }> {
+/**
+ * The Temporal server a bench runs on: the one at TEMPORAL_ADDRESS (default 127.0.0.1:7233)
+ * if it answers, else a dev server of its own. `own` always starts one (a bench that needs
+ * the server's settings known), with task-queue fairness unless `fairness` is false.
+ */
+export async function benchTemporal(opts: { own?: boolean; fairness?: boolean } = {}): Promise<{ address: string; stop(): Promise<void> }> {
   const configured = process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
-  if (await temporalAnswersAt(configured)) {
+  if (!opts.own && (await temporalAnswersAt(configured))) {
     await ensureSearchAttributes(configured, 'default');
     return { address: configured, stop: async () => undefined };
   }
@@ -38,6 +43,7 @@ export async function benchTemporal(): Promise<{ address: string; stop(): Promis
     dbFile: path.join(dir, 'temporal.sqlite'),
     port: 17233 + Math.floor(Math.random() * 1000),
     namespace: 'default',
+    fairness: opts.fairness ?? true,
   });
   return { address: server.address, stop: () => server.stop() };
 }

@@ -7,6 +7,7 @@
  * with the 404/405 fallbacks. There is no ORM request context (AsyncLocalStorage costs every promise of every
  * request): each service gets its own `em.fork()`.
  */
+import { agentMessageRoutes } from './modules/channels/agent-message.routes';
 import { readFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import path from 'node:path';
@@ -33,6 +34,7 @@ import { oauthClientRoutes } from './modules/oauth/oauth-client.routes';
 import { oauthMiddleware } from './modules/oauth/oauth-server';
 import { registerOAuthDocs } from './modules/oauth/oauth.docs';
 import { customerRoutes } from './modules/customers/customer.routes';
+import { handoffRoutes } from './modules/customers/handoff.routes';
 import { executionRoutes } from './modules/executions/execution.routes';
 import { inboundRoutes } from './modules/inbound/message.routes';
 import { replayRoutes } from './modules/replays/replay.routes';
@@ -85,6 +87,8 @@ export const ROUTE_FACTORIES: Array<(s: ApiServices) => AnyRoute[]> = [
   inboundRoutes,
   executionRoutes,
   customerRoutes,
+  agentMessageRoutes,
+  handoffRoutes,
   knowledgeBaseRoutes,
   analyticsRoutes,
   applicationRoutes,
@@ -124,7 +128,7 @@ export function createApp(services: ApiServices) {
 
   const document = mountApi(router, services);
   router.get('/v1/openapi.json', (ctx) => {
-    ctx.body = document;
+    ctx.body = document();
   });
   mountDocs(router);
 
@@ -141,11 +145,15 @@ export function createApp(services: ApiServices) {
   app.use(jsonBodyThenInputGuard);
   // All the routers in one, each request tested against the few routes of its path prefix.
   app.use(withNotFoundFallback(routeByPrefix([...EXTRA_ROUTER_FACTORIES.map((f) => f(services)), router])));
-  return { app, document };
+  return { app };
 }
 
-/** Mounts every /v1 route on `router` and returns the OpenAPI document that describes them and the routes outside /v1. */
-function mountApi(router: Router, services: ApiServices) {
+/**
+ * Mounts every /v1 route on `router` and returns the OpenAPI document that describes them
+ * and the routes outside /v1, built on first use: generating it costs ~0.3 s of CPU, which
+ * every process start (and every test file's app) paid although few ever serve it.
+ */
+function mountApi(router: Router, services: ApiServices): () => ReturnType<typeof generateDocument> {
   const registry = new OpenAPIRegistry();
   for (const factory of ROUTE_FACTORIES) mountRoutes(router, registry, services, factory(services));
   registerWebhookEventDocs(registry);
@@ -154,7 +162,8 @@ function mountApi(router: Router, services: ApiServices) {
   registerVoiceHookDocs(registry);
   registerOAuthDocs(registry);
   registerOperationalDocs(registry);
-  return generateDocument(registry, services.config.BASE_URL);
+  let document: ReturnType<typeof generateDocument> | undefined;
+  return () => (document ??= generateDocument(registry, services.config.BASE_URL));
 }
 
 /** Listens with the app, and answers requests Node's parser refuses in the same envelope. */
@@ -236,5 +245,5 @@ export function openApiDocument(config: Services['config']) {
   };
   const poison = (name: PropertyKey) => new Proxy(() => undefined, { get: () => unavailable(name), apply: () => unavailable(name) });
   const services = new Proxy({} as ApiServices, { get: (_, name) => (name === 'config' ? config : poison(name)) });
-  return mountApi(new Router(), services);
+  return mountApi(new Router(), services)();
 }

@@ -81,6 +81,14 @@ const envSchema = z.object({
    */
   TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(100).max(10_000).optional(),
   /**
+   * Test-only: the webhook delivery workflow's margin around an attempt's HTTP timeout (the
+   * DB read and log write; 5 s when unset, temporal/webhooks.shared.ts). The delivery's
+   * workflow task timeout follows from it, and that is how long Temporal waits before a
+   * SIGKILLed worker's first attempt is retried elsewhere; the crash test lowers it.
+   * Refused when NODE_ENV=production.
+   */
+  WEBHOOK_ATTEMPT_MARGIN_MS: z.coerce.number().int().min(500).max(5_000).optional(),
+  /**
    * Longest a request waits on a Temporal start or signal; the execution is committed
    * first, so a slower (or unreachable) Temporal leaves the start to the reconciler.
    */
@@ -223,6 +231,12 @@ export const customerServiceWindowMsOf = (config: Pick<Config, 'CUSTOMER_SERVICE
 /** How long activities wait out an outage of our own infrastructure (ACTIVITY_INFRA_RETRY_HOURS), in ms. */
 export const infraRetryMsOf = (config: Config): number => config.ACTIVITY_INFRA_RETRY_HOURS * 3_600_000;
 
+/** A webhook delivery's attempt timing as its workflow input carries it: the HTTP timeout, and the test-only margin when set. */
+export const deliveryTimingOf = (config: Config): { httpTimeoutMs: number; attemptMarginMs?: number } => ({
+  httpTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
+  ...(config.WEBHOOK_ATTEMPT_MARGIN_MS !== undefined ? { attemptMarginMs: config.WEBHOOK_ATTEMPT_MARGIN_MS } : {}),
+});
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = envSchema.safeParse(env);
   if (!parsed.success) {
@@ -237,6 +251,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (c.NODE_ENV === 'production' && c.TEMPORAL_STICKY_QUEUE_TIMEOUT_MS !== undefined) {
     throw new ConfigError('Invalid configuration:\n  TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: a test-only setting, refused when NODE_ENV=production');
+  }
+  if (c.NODE_ENV === 'production' && c.WEBHOOK_ATTEMPT_MARGIN_MS !== undefined) {
+    throw new ConfigError('Invalid configuration:\n  WEBHOOK_ATTEMPT_MARGIN_MS: a test-only setting, refused when NODE_ENV=production');
   }
   if (c.NODE_ENV === 'production' && c.CUSTOMER_SERVICE_WINDOW_SECONDS !== undefined) {
     throw new ConfigError('Invalid configuration:\n  CUSTOMER_SERVICE_WINDOW_SECONDS: a test-only setting, refused when NODE_ENV=production');

@@ -17,6 +17,7 @@ import { WorkflowRevisionSchema, WorkflowSchema } from './modules/workflows/work
 import { WebhookLogSchema, WebhookSchema } from './modules/webhooks/webhook.entity';
 import { AnalyticsExportSchema } from './modules/exports/export.entity';
 import { ReportSchema } from './modules/reports/report.entity';
+import { FileColumnsSchema } from './modules/files/file-record.entity';
 import { ChannelConnectionSchema } from './modules/channels/channel.entity';
 
 export const entities = [
@@ -42,7 +43,8 @@ export const entities = [
   ApplicationSchema,
   UserSchema,
   OAuthClientSchema,
-  // reports and exports
+  // reports and exports, and the file columns they share (abstract: no table)
+  FileColumnsSchema,
   AnalyticsExportSchema,
   ReportSchema,
   // channel connections

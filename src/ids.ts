@@ -40,6 +40,8 @@ export const ID_PREFIX = {
   replay: 'rpl',
   dryRun: 'dry',
   channelConnection: 'chn',
+  handoff: 'hof',
+  debounceBurst: 'bst',
 } as const;
 
 export function newId(kind: keyof typeof ID_PREFIX): string {

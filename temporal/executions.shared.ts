@@ -31,6 +31,30 @@ export interface MessageTemplateSpec {
   components?: Array<Record<string, unknown>>;
 }
 
+/**
+ * The answers of a scored form field offered as choices (a WhatsApp interactive list): one
+ * row per score, its title the score itself, so the reply (a `list_reply` whose title is the
+ * text) validates as a typed answer would. Only where a list can hold every answer: Meta
+ * allows 10 rows per list, so a `rating` (1 to 5) is a list and an `nps` (0 to 10, 11
+ * answers) stays a text question.
+ */
+export interface PromptChoices {
+  /** The list's button (Meta: at most 20 characters). */
+  button: string;
+  rows: Array<{ id: string; title: string }>;
+}
+
+const LIST_MAX_ROWS = 10;
+
+export function scoreChoices(field: { type: string; name: string }): PromptChoices | undefined {
+  if (field.type !== 'rating' && field.type !== 'nps') return undefined;
+  const [min, max] = SCORE_RANGES[field.type];
+  if (max - min + 1 > LIST_MAX_ROWS) return undefined;
+  const rows: PromptChoices['rows'] = [];
+  for (let n = min; n <= max; n++) rows.push({ id: `${field.name}:${n}`, title: String(n) });
+  return { button: 'Choose a score', rows };
+}
+
 /** TwiML `<Say>` attributes of a node on a voice call. */
 export interface NodeVoiceSpec {
   language?: string;
@@ -45,6 +69,13 @@ export interface MessageNodeSpec {
   template?: MessageTemplateSpec;
   next?: string;
 }
+/**
+ * `fallback: "handoff"` on an ai_response node: below its confidence threshold the customer is
+ * handed to a person (reason `low_confidence`) instead of sent a fallback text, and the
+ * execution ends with the outcome `handed_off` (docs/handoff.md).
+ */
+export const HANDOFF_FALLBACK = 'handoff';
+
 export interface AiResponseNodeSpec {
   id: string;
   voice?: NodeVoiceSpec;

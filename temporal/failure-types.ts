@@ -42,6 +42,9 @@ export const ChannelErrorTypes = {
 const CHANNEL_ERROR_TYPES: readonly string[] = Object.values(ChannelErrorTypes);
 export const isChannelErrorType = (type: string | null | undefined): boolean => typeof type === 'string' && CHANNEL_ERROR_TYPES.includes(type);
 
+/** An agent message whose provider budget is spent (temporal/workflows/agent-message.workflow.ts records it on the message). */
+export const AGENT_MESSAGE_SEND_FAILED = 'AgentMessageSendFailed';
+
 /** Webhook delivery: a final answer (4xx, 410) or a refused target is never retried. */
 export const WEBHOOK_FINAL_FAILURE = 'WebhookDeliveryRejected';
 export const WEBHOOK_RETRYABLE_FAILURE = 'WebhookDeliveryFailed';

@@ -7,6 +7,7 @@
  */
 import type { RetryPolicy } from '@temporalio/common';
 import { WEBHOOK_NON_RETRYABLE_TYPES } from './failure-types';
+import { organizationPriority } from './fairness.shared';
 
 /** DESIGN "Retry growth": delay(n) = min(retry_delay_ms × 2^(n−1), 30 s). */
 export const RETRY_BACKOFF_COEFFICIENT = 2;
@@ -60,8 +61,11 @@ export const WEBHOOK_DELIVERY_WORKFLOW_VERSION = 2;
 /** The workflow's own margin around an attempt: the DB read and the log write around the HTTP request. */
 export const ATTEMPT_MARGIN_MS = 5_000;
 
-/** An attempt's start-to-close timeout, local or on the task queue: the HTTP timeout and the margin. */
-export const attemptTimeoutMs = (httpTimeoutMs: number) => httpTimeoutMs + ATTEMPT_MARGIN_MS;
+/**
+ * An attempt's start-to-close timeout, local or on the task queue: the HTTP timeout and the
+ * margin (the input's `attemptMarginMs`, set only by tests, or ATTEMPT_MARGIN_MS).
+ */
+export const attemptTimeoutMs = (httpTimeoutMs: number, marginMs = ATTEMPT_MARGIN_MS) => httpTimeoutMs + marginMs;
 
 /**
  * The delivery workflow's task timeout. A local activity that outlives 80 % of its workflow
@@ -69,8 +73,8 @@ export const attemptTimeoutMs = (httpTimeoutMs: number) => httpTimeoutMs + ATTEM
  * would replay the first task and send attempt 1 again. With the task timeout above the
  * attempt's own (at most 65 s), that never happens. Temporal's cap is 120 s.
  */
-export function deliveryWorkflowTaskTimeoutMs(httpTimeoutMs: number): number {
-  return Math.min(Math.ceil(attemptTimeoutMs(httpTimeoutMs) / 0.8 / 1000) * 1000 + 1000, 120_000);
+export function deliveryWorkflowTaskTimeoutMs(httpTimeoutMs: number, marginMs = ATTEMPT_MARGIN_MS): number {
+  return Math.min(Math.ceil(attemptTimeoutMs(httpTimeoutMs, marginMs) / 0.8 / 1000) * 1000 + 1000, 120_000);
 }
 
 /**
@@ -80,7 +84,11 @@ export function deliveryWorkflowTaskTimeoutMs(httpTimeoutMs: number): number {
  */
 export function newDeliveryStart(input: NewDeliveryInput) {
   const args: [WebhookDeliveryInput] = [{ ...input, version: WEBHOOK_DELIVERY_WORKFLOW_VERSION }];
-  return { args, workflowTaskTimeout: deliveryWorkflowTaskTimeoutMs(input.httpTimeoutMs) };
+  return {
+    args,
+    workflowTaskTimeout: deliveryWorkflowTaskTimeoutMs(input.httpTimeoutMs, input.attemptMarginMs),
+    priority: organizationPriority(input.organizationId),
+  };
 }
 
 /** One delivery workflow per (event, webhook): a crash or a second dispatcher finds it taken. */
@@ -97,6 +105,8 @@ export interface WebhookDeliveryInput {
   retryPolicy: WebhookRetryPolicyInput;
   /** The deployment's HTTP timeout, so the activity's own timeout can exceed it. */
   httpTimeoutMs: number;
+  /** Test-only (WEBHOOK_ATTEMPT_MARGIN_MS): the margin around it; ATTEMPT_MARGIN_MS when absent. */
+  attemptMarginMs?: number;
   /** Attempts of this event to this webhook made before (redeliveries continue the count). */
   previousAttempts?: number;
   /** WEBHOOK_DELIVERY_WORKFLOW_VERSION at the start; absent on deliveries started before version 2. */

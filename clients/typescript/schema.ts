@@ -622,8 +622,27 @@ export interface paths {
         /** The customer's conversation transcript (inbound and outbound), oldest first */
         get: operations["listCustomerMessages"];
         put?: never;
-        post?: never;
+        /** Send a person's message to the customer through their channel connection; recorded in the transcript with sender agent */
+        post: operations["sendAgentMessage"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/customers/{customer_id}/handoff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Hand the customer to a person: their messages are recorded but start and resume nothing, and their waiting forms close (`handed_off`), until DELETE or `until` */
+        post: operations["startHandoff"];
+        /** End the customer's handoff: their next message starts conversations again */
+        delete: operations["endHandoff"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1553,7 +1572,7 @@ export interface webhooks {
         put?: never;
         /**
          * message.sent event delivered to subscribed webhooks
-         * @description A message node of a workflow sent text to a customer. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         * @description A message node of a workflow, or a person (an agent message), sent text to a customer. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["messageSentEvent"];
         delete?: never;
@@ -1756,6 +1775,46 @@ export interface webhooks {
          * @description WhatsApp reported a new delivery status of an outbound message (sent, delivered, read or failed); statuses only move forward, each change once. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
          */
         post: operations["messageStatus_updatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "conversation.handoff_started": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * conversation.handoff_started event delivered to subscribed webhooks
+         * @description A customer was handed to a person (POST /v1/customers/{id}/handoff, or an ai_response node below its confidence threshold with `fallback: "handoff"`): their messages start and resume nothing until it ends. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         */
+        post: operations["conversationHandoff_startedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "conversation.handoff_ended": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * conversation.handoff_ended event delivered to subscribed webhooks
+         * @description A handoff ended: DELETE /v1/customers/{id}/handoff, or its `until` passed. The customer's next message starts conversations again. `Content-Type: application/json`; `X-Service-Signature`: lowercase hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes; `X-Service-Event-Id`: the event id; `X-Service-Delivery-Attempt`: 1, 2, ...; Standard Webhooks `webhook-id` (event id), `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` (verify with `new Webhook(secret, { format: "raw" })`). For WEBHOOK_SECRET_OVERLAP_HOURS after a secret rotation, `webhook-signature` carries two `v1,` signatures (new, previous), `X-Service-Signature` the new secret's and `X-Service-Signature-Previous` the previous secret's. Any 2xx is delivered; 400/401/403/404 and other 4xx are final; 410 is final and disables the webhook (so does every attempt failing for WEBHOOK_DISABLE_AFTER_HOURS); 408, 429 (Retry-After honoured up to 30 s), 5xx, 3xx (never followed), timeouts (10 s) and connection errors are retried.
+         */
+        post: operations["conversationHandoff_endedEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2005,6 +2064,38 @@ export interface components {
             timestamp: string;
             data: components["schemas"]["MessageStatusUpdatedEventData"];
             metadata: components["schemas"]["WebhookEventMetadata"];
+        } | {
+            /**
+             * @description Event id: the idempotency key, the same on every retry and redelivery
+             * @example evt_4eC39HqLyjWDarjtT1zd
+             */
+            id: string;
+            /** @enum {string} */
+            type: "conversation.handoff_started";
+            /**
+             * Format: date-time
+             * @description When the event happened (ISO 8601, UTC)
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            timestamp: string;
+            data: components["schemas"]["HandoffEventData"];
+            metadata: components["schemas"]["WebhookEventMetadata"];
+        } | {
+            /**
+             * @description Event id: the idempotency key, the same on every retry and redelivery
+             * @example evt_4eC39HqLyjWDarjtT1zd
+             */
+            id: string;
+            /** @enum {string} */
+            type: "conversation.handoff_ended";
+            /**
+             * Format: date-time
+             * @description When the event happened (ISO 8601, UTC)
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            timestamp: string;
+            data: components["schemas"]["HandoffEventData"];
+            metadata: components["schemas"]["WebhookEventMetadata"];
         };
         WorkflowEventData: {
             workflow_id: string;
@@ -2051,9 +2142,17 @@ export interface components {
             /** @example whatsapp */
             channel: string;
             text: string;
-            workflow_id: string;
-            execution_id: string;
-            node_id: string;
+            /**
+             * @description Present for a message a person sent (POST /v1/customers/{id}/messages); absent for a workflow node
+             * @enum {string}
+             */
+            sender?: "agent";
+            /** @description Null for an agent message */
+            workflow_id: string | null;
+            /** @description Null for an agent message */
+            execution_id: string | null;
+            /** @description Null for an agent message */
+            node_id: string | null;
         };
         TriggerActivatedEventData: {
             trigger_id: string;
@@ -2161,6 +2260,40 @@ export interface components {
                 title: string | null;
                 message: string | null;
             } | null;
+        };
+        HandoffEventData: {
+            handoff_id: string;
+            customer_id: string;
+            /** @description The customer's id on the channel */
+            external_id: string;
+            /** @example whatsapp */
+            channel: string;
+            /** @description The reason given to POST /v1/customers/{id}/handoff, or `low_confidence` (an ai_response node with `fallback: "handoff"`) */
+            reason: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @description When the handoff ends by itself
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            until: string;
+            /** @description The execution that handed the customer off (`low_confidence`), else null */
+            execution_id: string | null;
+            /**
+             * Format: date-time
+             * @description conversation.handoff_ended
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            ended_at?: string;
+            /**
+             * @description conversation.handoff_ended: `deleted` (DELETE /v1/customers/{id}/handoff) or `expired` (`until` passed)
+             * @enum {string}
+             */
+            end_reason?: "deleted" | "expired";
         };
         Me: {
             /** @enum {string} */
@@ -2270,6 +2403,10 @@ export interface components {
             /** @enum {string} */
             type: "keyword";
             keywords: string[];
+            /** @description Default 0 (off). Messages of one customer on one channel that arrive within this many ms of the previous one become ONE execution, started this long after the last of them; its input `message` is their texts joined by newlines in arrival order, `message_ids` their ids. Only the first message must match */
+            debounce_ms?: number;
+            /** @description With `debounce_ms`: the execution starts at the latest this long after the burst's first message. Default 3 × `debounce_ms`; at least `debounce_ms` */
+            max_wait_ms?: number;
         } | {
             /** @enum {string} */
             type: "call";
@@ -2289,11 +2426,11 @@ export interface components {
              */
             limit: 1;
             /**
-             * @description `skip`: a message that would start a second execution for the customer starts none for this workflow (its outcome: `action: "skipped", reason: "already_running"`)
+             * @description `skip`: a message that would start a second execution for the customer starts none for this workflow (its outcome: `action: "skipped", reason: "already_running"`); `queue`: the execution is recorded `queued` and starts when the running one ends, in arrival order (at most 10 wait; beyond, `action: "skipped", reason: "queue_full"`); `replace`: the running execution is cancelled and the new one starts (outcome `action: "started"` with `replaced_execution_id`)
              * @default skip
              * @enum {string}
              */
-            on_conflict: "skip";
+            on_conflict: "skip" | "queue" | "replace";
         };
         WorkflowNode: components["schemas"]["MessageNode"] | components["schemas"]["AiResponseNode"] | components["schemas"]["FormNode"];
         MessageNode: {
@@ -2335,6 +2472,7 @@ export interface components {
             type: "ai_response";
             knowledge_base: string;
             confidence_threshold?: number;
+            /** @description The text sent below the threshold; `"handoff"` hands the customer to a person instead (reason `low_confidence`) and ends the execution with the outcome `handed_off` (docs/handoff.md) */
             fallback?: string;
         };
         FormNode: {
@@ -2426,7 +2564,7 @@ export interface components {
             secret: string;
         };
         /** @enum {string} */
-        EventType: "workflow.started" | "workflow.completed" | "workflow.failed" | "message.received" | "message.sent" | "trigger.activated" | "customer.created" | "customer.updated" | "export.completed" | "export.failed" | "report.completed" | "report.failed" | "replay.completed" | "webhook.disabled" | "message.status_updated";
+        EventType: "workflow.started" | "workflow.completed" | "workflow.failed" | "message.received" | "message.sent" | "trigger.activated" | "customer.created" | "customer.updated" | "export.completed" | "export.failed" | "report.completed" | "report.failed" | "replay.completed" | "webhook.disabled" | "message.status_updated" | "conversation.handoff_started" | "conversation.handoff_ended";
         WebhookCreate: {
             /** @description Defaults to the URL host */
             name?: string;
@@ -2727,6 +2865,10 @@ export interface components {
             exact_match: boolean;
             language?: string;
             channel?: components["schemas"]["Channel"];
+            /** @description Default 0 (off). Messages of one customer on one channel that arrive within this many ms of the previous one become ONE execution, started this long after the last of them; its input `message` is their texts joined by newlines in arrival order, `message_ids` their ids. Only the first message must match */
+            debounce_ms?: number;
+            /** @description With `debounce_ms`: the execution starts at the latest this long after the burst's first message. Default 3 × `debounce_ms`; at least `debounce_ms` */
+            max_wait_ms?: number;
         };
         ScheduleTrigger: {
             /** @example trg_4eC39HqLyjWDarjtT1zd */
@@ -2919,7 +3061,7 @@ export interface components {
             trigger_id: string;
             workflow_id: string;
             /** @enum {string} */
-            status: "success" | "failed" | "running" | "skipped";
+            status: "success" | "failed" | "running" | "queued" | "skipped";
             /**
              * Format: date-time
              * @example 2026-11-22T10:00:00.000Z
@@ -2957,6 +3099,7 @@ export interface components {
                 workflow_execution_id: string | null;
                 workflow_status: string | null;
             };
+            /** @description Why a `failed` firing started nothing; for a `skipped` one, the concurrency rule's reason: `already_running` (the execution for the customer runs) or `queue_full` */
             error: {
                 code: string;
                 type: string | null;
@@ -3002,19 +3145,29 @@ export interface components {
             message_id: string;
             customer_id: string;
             /**
-             * @description `resumed`: a reply to a waiting form; `started`: at least one execution started; `skipped`: every workflow it matched already runs for this customer (`configuration.concurrency`); `no_match`
+             * @description `resumed`: a reply to a waiting form; `started`: at least one execution started; `debounced`: none started, it joined or opened a debounced burst (`debounce_ms`), whose one execution starts when the burst closes; `queued`: none started, at least one waits for the running one (`on_conflict: "queue"`); `skipped`: every workflow it matched already runs for this customer (`configuration.concurrency`); `no_match`; `ignored`: recorded only (`reason`)
              * @enum {string}
              */
-            status: "resumed" | "started" | "skipped" | "no_match";
+            status: "resumed" | "started" | "debounced" | "queued" | "skipped" | "no_match" | "ignored";
+            /**
+             * @description With `ignored`: the customer is handed to a person (POST /v1/customers/{id}/handoff): nothing starts or resumes
+             * @enum {string}
+             */
+            reason?: "handed_off";
             executions: ({
                 id: string;
                 workflow_id: string;
                 trigger_id: string | null;
-                /** @enum {string} */
-                action: "started" | "resumed";
-            } | components["schemas"]["InboundMessageSkip"])[];
+                /**
+                 * @description `queued`: the execution is recorded with status `queued` and starts when the running one for this customer ends (`on_conflict: "queue"`)
+                 * @enum {string}
+                 */
+                action: "started" | "resumed" | "queued";
+                /** @description `on_conflict: "replace"`: the running execution this start cancelled */
+                replaced_execution_id?: string;
+            } | components["schemas"]["InboundMessageSkip"] | components["schemas"]["InboundMessageDebounced"])[];
         };
-        /** @description The workflow's concurrency rule (`on_conflict: "skip"`) started nothing for it */
+        /** @description The workflow's concurrency rule started nothing for it */
         InboundMessageSkip: {
             /** @description The execution already running for this customer (null if it ended before it could be read) */
             id: string | null;
@@ -3022,8 +3175,25 @@ export interface components {
             trigger_id: string | null;
             /** @enum {string} */
             action: "skipped";
+            /**
+             * @description `already_running` (`on_conflict: "skip"`); `queue_full`: 10 executions already wait for this customer (`on_conflict: "queue"`)
+             * @enum {string}
+             */
+            reason: "already_running" | "queue_full";
+        };
+        /** @description The message joined or opened a debounced burst of this customer on this channel (`debounce_ms`): the burst's one execution starts `debounce_ms` after its last message, or `max_wait_ms` after its first, with every message's text in arrival order */
+        InboundMessageDebounced: {
+            /** @description Always null: no execution yet, the burst starts one when it closes */
+            id: string | null;
+            /** @example bst_4eC39HqLyjWDarjtT1zd */
+            burst_id: string;
+            workflow_id: string;
+            /** @description The debounced message trigger; null: the workflow's own keyword trigger */
+            trigger_id: string | null;
             /** @enum {string} */
-            reason: "already_running";
+            action: "debounced";
+            /** @description true: this message matched and opened the burst; false: it joined the open burst */
+            opened: boolean;
         };
         InboundMessage: {
             channel: components["schemas"]["Channel"];
@@ -3056,7 +3226,7 @@ export interface components {
             temporal_ui_url?: string;
             workflow_id: string;
             /** @enum {string} */
-            status: "running" | "success" | "failed" | "cancelled";
+            status: "queued" | "running" | "success" | "failed" | "cancelled";
             /**
              * Format: date-time
              * @example 2026-11-22T10:00:00.000Z
@@ -3078,6 +3248,12 @@ export interface components {
             retry_of: string | null;
             /** @description Present when an operator reset the execution in Temporal: the run it was reset from; the execution follows the new run */
             reset_from_run_id?: string;
+            /**
+             * Format: date-time
+             * @description Present when the execution waited for the customer's running execution of the workflow (`on_conflict: "queue"`): when it arrived. While `status` is `queued`, `started_at` is that time too; once it left the queue, `started_at` is when it started
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            queued_at?: string;
             revision: number;
             error: {
                 /** @enum {string|null} */
@@ -3088,8 +3264,16 @@ export interface components {
         ExecutionOutput: {
             /** @description The last text sent to the customer */
             response: string | null;
-            /** @enum {string} */
-            next_action: "wait_for_input" | "end" | "cancelled";
+            /**
+             * @description `handed_off`: the customer was handed to a person (status `cancelled`): a handoff closed its form, or an ai_response node with `fallback: "handoff"` (docs/handoff.md)
+             * @enum {string}
+             */
+            next_action: "wait_for_input" | "end" | "cancelled" | "handed_off";
+            /**
+             * @description Its waiting form was closed by a handoff
+             * @enum {string}
+             */
+            closed_reason?: "handed_off";
             /**
              * @description Form answers by form node id, then field name
              * @example {
@@ -3146,6 +3330,8 @@ export interface components {
             confidence?: number;
             /** @description ai_response nodes */
             fallback_used?: boolean;
+            /** @description ai_response nodes with `fallback: "handoff"`: the customer was handed to a person instead of answered */
+            handed_off?: boolean;
             /** @description ai_response nodes */
             article_ids?: string[];
             /** @description ai_response nodes */
@@ -3220,7 +3406,24 @@ export interface components {
              * @example 2026-11-22T10:00:00.000Z
              */
             updated_at: string;
+            handoff: components["schemas"]["Handoff"];
         };
+        /** @description The handoff in force; null when none */
+        Handoff: {
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @description When it ends by itself (DELETE ends it sooner)
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            until: string;
+            /** @description As given to POST …/handoff; `low_confidence` for an ai_response node with `fallback: "handoff"` */
+            reason: string | null;
+        } | null;
         CustomerUpdate: {
             name?: string | null;
             /** @description Replaces the tags; `new` and `returning` are reserved segment names */
@@ -3232,6 +3435,11 @@ export interface components {
             channel: string;
             /** @enum {string} */
             direction: "inbound" | "outbound";
+            /**
+             * @description Who wrote it: the customer (inbound), a workflow (outbound), or a person (POST /v1/customers/{id}/messages)
+             * @enum {string}
+             */
+            sender: "customer" | "bot" | "agent";
             text: string;
             metadata: {
                 [key: string]: unknown;
@@ -3239,10 +3447,10 @@ export interface components {
             execution_id: string | null;
             node_id: string | null;
             /**
-             * @description Outbound messages sent through a WhatsApp or Instagram connection: what the provider last reported (only forward)
+             * @description Outbound messages sent through a WhatsApp or Instagram connection: what the provider last reported (only forward). An agent message is `pending` until its send ends, then `sent` or `failed` (with `error`) when no provider reports on it
              * @enum {string|null}
              */
-            delivery_status: "sent" | "delivered" | "read" | "failed" | null;
+            delivery_status: "pending" | "sent" | "delivered" | "read" | "failed" | null;
             /**
              * Format: date-time
              * @example 2026-11-22T10:00:00.000Z
@@ -3264,6 +3472,17 @@ export interface components {
              * @example 2026-11-22T10:00:00.000Z
              */
             created_at: string;
+        };
+        AgentMessageIn: {
+            /** @description The person's message, sent as is (WhatsApp's limit for a text body is 4096 characters) */
+            text: string;
+            channel?: components["schemas"]["Channel"] & unknown;
+        };
+        HandoffStart: {
+            reason?: string;
+            /** @description When the handoff ends by itself: in the future, at most 7 days away (default: 24 hours from now) */
+            until?: string;
+            channel?: components["schemas"]["Channel"] & unknown;
         };
         KnowledgeBase: {
             id: string;
@@ -3711,7 +3930,7 @@ export interface components {
             } | null;
             original: {
                 /** @enum {string} */
-                status: "running" | "success" | "failed" | "cancelled";
+                status: "queued" | "running" | "success" | "failed" | "cancelled";
                 revision: number;
                 output: {
                     [key: string]: unknown;
@@ -3815,7 +4034,7 @@ export interface components {
         /** @description The workflow's executions that match, newest first, at most 100 */
         DryRunFilter: {
             /** @enum {string} */
-            status?: "running" | "success" | "failed" | "cancelled";
+            status?: "queued" | "running" | "success" | "failed" | "cancelled";
             trigger_id?: string;
             /** @description Executions started at or after (ISO 8601) */
             start_date?: string;
@@ -3998,11 +4217,11 @@ export interface components {
              */
             limit?: 1;
             /**
-             * @description `skip`: a message that would start a second execution for the customer starts none for this workflow (its outcome: `action: "skipped", reason: "already_running"`)
+             * @description `skip`: a message that would start a second execution for the customer starts none for this workflow (its outcome: `action: "skipped", reason: "already_running"`); `queue`: the execution is recorded `queued` and starts when the running one ends, in arrival order (at most 10 wait; beyond, `action: "skipped", reason: "queue_full"`); `replace`: the running execution is cancelled and the new one starts (outcome `action: "started"` with `replaced_execution_id`)
              * @default skip
              * @enum {string}
              */
-            on_conflict?: "skip";
+            on_conflict?: "skip" | "queue" | "replace";
         };
         FormNodeInput: {
             id: string;
@@ -4035,6 +4254,10 @@ export interface components {
             exact_match?: boolean;
             language?: string;
             channel?: components["schemas"]["Channel"];
+            /** @description Default 0 (off). Messages of one customer on one channel that arrive within this many ms of the previous one become ONE execution, started this long after the last of them; its input `message` is their texts joined by newlines in arrival order, `message_ids` their ids. Only the first message must match */
+            debounce_ms?: number;
+            /** @description With `debounce_ms`: the execution starts at the latest this long after the burst's first message. Default 3 × `debounce_ms`; at least `debounce_ms` */
+            max_wait_ms?: number;
         };
         ScheduleTriggerConfigInput: {
             cron_expression: string;
@@ -8281,7 +8504,7 @@ export interface operations {
                 page?: number;
                 /** @description Items per page, 1 to 100 */
                 limit?: number;
-                status?: "success" | "failed" | "running" | "skipped";
+                status?: "success" | "failed" | "running" | "queued" | "skipped";
                 start_date?: string;
                 end_date?: string;
             };
@@ -8960,7 +9183,7 @@ export interface operations {
                 page?: number;
                 /** @description Items per page, 1 to 100 */
                 limit?: number;
-                status?: "running" | "success" | "failed" | "cancelled";
+                status?: "queued" | "running" | "success" | "failed" | "cancelled";
                 /** @description Executions started at or after (ISO 8601) */
                 start_date?: string;
                 /** @description Executions started before this time; a date-only value includes its whole day (UTC) */
@@ -9989,6 +10212,453 @@ export interface operations {
                 };
             };
             /** @description CUSTOMER_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that limit's window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When that window resets, in Unix seconds */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    sendAgentMessage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays the first response for 24 h */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                customer_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AgentMessageIn"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TranscriptMessage"];
+                    };
+                };
+            };
+            /** @description INVALID_REQUEST | MISSING_REQUIRED_FIELD */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description MISSING_AUTHENTICATION | INVALID_API_KEY | INVALID_TOKEN */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INSUFFICIENT_PERMISSIONS | SCOPE_INSUFFICIENT */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description CUSTOMER_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED | IDEMPOTENCY_KEY_IN_USE */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description WINDOW_CLOSED | CHANNEL_MISMATCH | CHANNEL_NOT_CONNECTED | CHANNEL_UNAUTHORIZED | CHANNEL_DISABLED */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that limit's window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When that window resets, in Unix seconds */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    startHandoff: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays the first response for 24 h */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                customer_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HandoffStart"];
+            };
+        };
+        responses: {
+            /** @description A handoff was already in force: it now ends at the new `until` (and has the new reason, when given) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Handoff"] & unknown;
+                    };
+                };
+            };
+            /** @description Success */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Handoff"] & unknown;
+                    };
+                };
+            };
+            /** @description INVALID_REQUEST | MISSING_REQUIRED_FIELD */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description MISSING_AUTHENTICATION | INVALID_API_KEY | INVALID_TOKEN */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INSUFFICIENT_PERMISSIONS | SCOPE_INSUFFICIENT */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description CUSTOMER_NOT_FOUND */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED | IDEMPOTENCY_KEY_IN_USE */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description RATE_LIMIT_EXCEEDED */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE | SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    /** @description Size of the limit with the least room left (every applicable limit is counted) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in that limit's window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When that window resets, in Unix seconds */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    endHandoff: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                customer_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteResult"];
+                };
+            };
+            /** @description INVALID_REQUEST | MISSING_REQUIRED_FIELD */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description MISSING_AUTHENTICATION | INVALID_API_KEY | INVALID_TOKEN */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INSUFFICIENT_PERMISSIONS | SCOPE_INSUFFICIENT */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description CUSTOMER_NOT_FOUND | HANDOFF_NOT_FOUND */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -11512,6 +12182,8 @@ export interface operations {
                                         timeout: number;
                                         api_error: number;
                                         validation_error: number;
+                                        /** @description Failed on a closed 24-hour customer service window (customer_service_window_closed); not counted in api_error */
+                                        window_closed: number;
                                     };
                                 };
                                 node_performance?: {
@@ -11668,11 +12340,13 @@ export interface operations {
                                 new_customers: number;
                                 /** @description Active customers first seen before the period */
                                 returning_customers: number;
-                                /** @description Seconds from the first to the last message of a session (messages ≤ 30 min apart on one channel) */
+                                /** @description Seconds from the first to the last message of a session (messages ≤ 30 min apart on one channel); a phone call is one session lasting its CallDuration */
                                 average_session_duration: number;
                                 average_messages_per_session: number;
                                 customer_satisfaction: number | null;
                                 net_promoter_score: number | null;
+                                /** @description Share of the active customers handed to a person (a handoff started in the period: POST /v1/customers/{id}/handoff or `fallback: "handoff"`), 0 to 1 */
+                                handoff_rate: number;
                                 engagement_by_channel: {
                                     [key: string]: {
                                         customers: number;
@@ -17394,6 +18068,11 @@ export interface operations {
                     /** @example +14155550100 */
                     To: string;
                     CallStatus?: string;
+                    /**
+                     * @description Seconds, on the status callback of an ended call; the call’s session duration in engagement analytics
+                     * @example 42
+                     */
+                    CallDuration?: string;
                     SpeechResult?: string;
                     Digits?: string;
                     Confidence?: string;
@@ -17411,7 +18090,7 @@ export interface operations {
                     "text/xml": string;
                 };
             };
-            /** @description INVALID_REQUEST: not a Twilio voice request (no CallSid, From or To), or NUL characters */
+            /** @description INVALID_REQUEST: not a Twilio voice request (no CallSid, From or To, or a CallDuration that is not whole seconds), or NUL characters */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -18355,6 +19034,82 @@ export interface operations {
                      */
                     timestamp: string;
                     data: components["schemas"]["MessageStatusUpdatedEventData"];
+                    metadata: components["schemas"]["WebhookEventMetadata"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    conversationHandoff_startedEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Event id: the idempotency key, the same on every retry and redelivery
+                     * @example evt_4eC39HqLyjWDarjtT1zd
+                     */
+                    id: string;
+                    /** @enum {string} */
+                    type: "conversation.handoff_started";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened (ISO 8601, UTC)
+                     * @example 2026-11-22T10:00:00.000Z
+                     */
+                    timestamp: string;
+                    data: components["schemas"]["HandoffEventData"];
+                    metadata: components["schemas"]["WebhookEventMetadata"];
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    conversationHandoff_endedEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Event id: the idempotency key, the same on every retry and redelivery
+                     * @example evt_4eC39HqLyjWDarjtT1zd
+                     */
+                    id: string;
+                    /** @enum {string} */
+                    type: "conversation.handoff_ended";
+                    /**
+                     * Format: date-time
+                     * @description When the event happened (ISO 8601, UTC)
+                     * @example 2026-11-22T10:00:00.000Z
+                     */
+                    timestamp: string;
+                    data: components["schemas"]["HandoffEventData"];
                     metadata: components["schemas"]["WebhookEventMetadata"];
                 };
             };

@@ -17,6 +17,8 @@ export interface DevServerOptions {
   uiPort?: number;
   namespace: string;
   ip?: string;
+  /** Task-queue fairness (FAIRNESS_ARGS); default on. Off only to measure what it changes. */
+  fairness?: boolean;
   /** How long to wait for the server to answer; default 60 s. */
   startTimeoutMs?: number;
   log?: (msg: string) => void;
@@ -45,6 +47,14 @@ export const ONE_PARTITION_ARGS = [
   '--dynamic-config-value', 'matching.numTaskqueueReadPartitions=1',
   '--dynamic-config-value', 'matching.numTaskqueueWritePartitions=1',
 ];
+
+/**
+ * Task-queue fairness on (temporal/fairness.shared.ts): tasks of a backlogged queue are
+ * dispatched round-robin across organizations, so one organization's flood does not delay
+ * the others' conversations (docs/performance.md, "Fair sharing between organizations").
+ * The test suite's server takes the same arguments.
+ */
+export const FAIRNESS_ARGS = ['--dynamic-config-value', 'matching.enableFairness=true'];
 
 export async function startTemporalDevServer(opts: DevServerOptions): Promise<DevServer> {
   try {
@@ -78,6 +88,7 @@ async function startOnce(opts: DevServerOptions): Promise<DevServer> {
     '--sqlite-pragma', 'synchronous=OFF',
     '--log-level', 'warn',
     ...ONE_PARTITION_ARGS,
+    ...(opts.fairness === false ? [] : FAIRNESS_ARGS),
   ];
   log(`starting ${opts.executable} ${args.join(' ')}`);
   const child = spawn(opts.executable, args, { stdio: ['ignore', 'pipe', 'pipe'] });

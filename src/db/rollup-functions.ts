@@ -29,3 +29,13 @@ export function rollupFunctionsSql(): string {
 export function rollupFunctionsSha256(): string {
   return createHash('sha256').update(readFileSync(ROLLUP_FUNCTIONS_FILE)).digest('hex');
 }
+
+/**
+ * The functions the file defines: those written out (`create or replace function name(`) and
+ * those its shard template writes (a row of the template starts with `('name',`).
+ */
+export function rollupFunctionNames(sql = readFileSync(ROLLUP_FUNCTIONS_FILE, 'utf8')): string[] {
+  const written = [...sql.matchAll(/^create or replace function (\w+)\(/gm)].map((m) => m[1]!);
+  const templated = [...sql.matchAll(/^\s*\('(analytics_\w+)',/gm)].map((m) => m[1]!);
+  return [...written, ...templated];
+}

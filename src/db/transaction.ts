@@ -11,15 +11,15 @@ import { DeadlockException, type EntityManager } from '@mikro-orm/postgresql';
 const ATTEMPTS = 4;
 
 /**
- * Runs `work` again (up to ATTEMPTS in all, after a short random pause so two conflicting
+ * Runs `work` again (up to `attempts` in all, after a short random pause so two conflicting
  * writers do not meet again in step) while it fails with an error `retryable` accepts.
  */
-export async function retrying<T>(retryable: (err: unknown) => boolean, work: () => Promise<T>): Promise<T> {
+export async function retrying<T>(retryable: (err: unknown) => boolean, work: () => Promise<T>, attempts = ATTEMPTS): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await work();
     } catch (err) {
-      if (!retryable(err) || attempt >= ATTEMPTS) throw err;
+      if (!retryable(err) || attempt >= attempts) throw err;
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
     }
   }

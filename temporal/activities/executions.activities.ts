@@ -47,14 +47,23 @@ import {
   type FormPromptResult,
   formScores,
   formWaitKey,
+  HANDOFF_FALLBACK,
   type MessageNodeSpec,
   type MessageTemplateSpec,
+  type PromptChoices,
 } from '../executions.shared';
 import { ExecutionErrorTypes, isChannelErrorType } from '../failure-types';
 import { dependencyWaitsFor, type FailurePolicy, type ProviderBudget, runWithFailurePolicy } from '../failures';
 
 export const DEFAULT_CONFIDENCE_THRESHOLD = 0.5;
 export const DEFAULT_FALLBACK = "I'm not sure about that one. A teammate will follow up with you shortly.";
+
+/** What an ai_response node did: answered (`response`), or handed the customer to a person (`handed_off`). */
+export interface AiResponseResult {
+  response?: string;
+  confidence: number;
+  handed_off?: boolean;
+}
 
 /** A failed node's step, as the workflow knows it (the completion records it). */
 export interface FailedStepInput {
@@ -269,9 +278,9 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
       node,
       startedAt,
       question,
-    }: NodeActivityInput<AiResponseNodeSpec> & { question: string }): Promise<{ response: string; confidence: number }> {
+    }: NodeActivityInput<AiResponseNodeSpec> & { question: string }): Promise<AiResponseResult> {
       const done = await doneOrRunning(ctx, node.id);
-      if (done) return done as { response: string; confidence: number };
+      if (done) return done as unknown as AiResponseResult;
       let retrieved;
       try {
         retrieved = await retrieveAnswer(em(), ctx.organizationId, node.knowledge_base, question);
@@ -281,9 +290,23 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
       }
       const threshold = node.confidence_threshold ?? DEFAULT_CONFIDENCE_THRESHOLD;
       const fallbackUsed = retrieved.answer === null || retrieved.confidence < threshold;
+      // `fallback: "handoff"`: a person takes over instead (without a customer there is nobody to hand off: the default text).
+      if (fallbackUsed && node.fallback === HANDOFF_FALLBACK && ctx.customerId) {
+        const output = { confidence: retrieved.confidence, fallback_used: true, handed_off: true, article_ids: retrieved.articleIds, model_used: false };
+        const step: StepRecord = {
+          nodeId: node.id,
+          type: 'ai_response',
+          status: 'completed',
+          startedAt: new Date(startedAt),
+          input: { question, knowledge_base: retrieved.knowledgeBaseId },
+          output,
+        };
+        if ((await sink.handOff(ctx, step)) === 'not_running') throw notRunning(ctx, `handoff of node ${node.id}`);
+        return output;
+      }
       let response: string;
       if (fallbackUsed) {
-        response = node.fallback ?? DEFAULT_FALLBACK;
+        response = node.fallback === undefined || node.fallback === HANDOFF_FALLBACK ? DEFAULT_FALLBACK : node.fallback;
       } else {
         try {
           response = await rewriteWithModel(services.config, question, retrieved.answer!);
@@ -309,7 +332,7 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
         },
         response,
       );
-      return out.output as { response: string; confidence: number };
+      return out.output as unknown as AiResponseResult;
     },
 
     /**
@@ -324,12 +347,22 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
       attempt: number;
       text: string;
       template?: MessageTemplateSpec;
+      choices?: PromptChoices;
+      /** A phone call's question was said at this time (epoch ms), before this activity ran (VOICE_ASK_AHEAD). */
+      askedAt?: number;
     }): Promise<FormPromptResult> {
-      const { ctx, nodeId, field, attempt, text, template } = input;
+      const { ctx, nodeId, field, attempt, text, template, choices, askedAt } = input;
       const waitKey = formWaitKey(ctx.executionId, nodeId, field, attempt);
       const opened = await sink.openWait(ctx, { nodeId, field, waitKey });
       if (opened === 'not_running') throw notRunning(ctx, `prompt ${waitKey}`);
-      const msg: SinkMessage = { dedupeKey: waitKey, nodeId, text, ...(template ? { template } : {}) };
+      const msg: SinkMessage = {
+        dedupeKey: waitKey,
+        nodeId,
+        text,
+        ...(template ? { template } : {}),
+        ...(choices ? { choices } : {}),
+        ...(askedAt !== undefined ? { saidAt: new Date(askedAt) } : {}),
+      };
       const sent = await deliver(ctx, msg);
       await sink.recordPrompt(ctx, msg);
       return sent.windowClosesAt !== undefined ? { windowClosesAt: sent.windowClosesAt } : {};

@@ -3,10 +3,13 @@
  * factory into the one object a worker registers. Dependencies (DB, HTTP clients, config)
  * arrive through `deps` so tests can build activities against their own services.
  */
+import { createAgentMessageActivities } from './agent-messages.activities';
 import { createConnectivityActivities } from './connectivity.activities';
+import { createDebounceActivities } from './debounce.activities';
 import { createDryRunActivities } from './dry-runs.activities';
 import { createExecutionActivities } from './executions.activities';
 import { liveExecutionSink } from '../../src/modules/executions/execution-sink';
+import { createHandoffActivities } from './handoffs.activities';
 import { createExportActivities } from './exports.activities';
 import { createFileExpiryActivities } from './file-jobs.activities';
 import { createReportActivities } from './reports.activities';
@@ -34,6 +37,9 @@ export function createActivities(deps: ActivityDeps) {
     ...createFileExpiryActivities({ services: deps.services }),
     ...createReplayActivities({ services: deps.services }),
     ...createDryRunActivities({ services: deps.services }),
+    ...createAgentMessageActivities({ services: deps.services }),
+    ...createHandoffActivities({ services: deps.services }),
+    ...createDebounceActivities({ services: deps.services }),
   };
 }
 

@@ -44,7 +44,9 @@ export function createTriggerActivities(deps: { services: Services }) {
         metadata: { source: 'schedule', user_agent: null, schedule_run_id: input.runKey },
         sourceKey: input.runKey,
       });
-      return { outcome: 'started', ...fired };
+      // Without an execution, the workflow's concurrency rule skipped it: the firing records why.
+      if (fired.executionId === null) return { outcome: 'skipped', triggerExecutionId: fired.triggerExecutionId, reason: 'concurrency rule: an execution for the customer is running' };
+      return { outcome: 'started', triggerExecutionId: fired.triggerExecutionId, executionId: fired.executionId };
     } catch (err) {
       // A refusal of the domain (not active, not found) will not change on retry.
       if (err instanceof DomainError) {

@@ -56,6 +56,7 @@ import {
   type FormNodeSpec,
   type MessageNodeSpec,
   type RunMode,
+  scoreChoices,
   validateFormReply,
 } from '../executions.shared';
 import { ACTIVITY_DECIDES_RETRY, ChannelErrorTypes, ExecutionErrorTypes, FailureTypes, isChannelErrorType } from '../failure-types';
@@ -105,6 +106,15 @@ function nodeActivities(infraRetryMs: number, prefix: string) {
  */
 export const MESSAGE_NODES_LOCAL = 'message-nodes-local-activities';
 
+/**
+ * Patch id: a phone call's question goes to the caller before its prompt activity runs. The
+ * activity records the prompt and opens the form's wait in PostgreSQL: a caller is still
+ * hearing the question (seconds) when it is done, so the voice turn answers in the workflow
+ * task that reached the question instead of after the activity's round trip and one more
+ * workflow task. Calls whose history has no marker replay the old order.
+ */
+export const VOICE_ASK_AHEAD = 'voice-ask-before-prompt-activity';
+
 /** A send is seconds: a run gets a node's timeout per node. It is not retried (see runMessageRun). */
 function messageRunActivities(nodes: number, prefix: string) {
   return renamed(proxyLocalActivities<ExecutionActivities>({ startToCloseTimeout: 10_000 * nodes, retry: { maximumAttempts: 1 } }), prefix);
@@ -147,6 +157,9 @@ class NodeFailure extends Error {
 
 /** The execution was finished outside the run (cancelled through the API): stop, record nothing. */
 class ExecutionStopped extends Error {}
+
+/** An ai_response node below its threshold handed the customer to a person (`fallback: "handoff"`): the execution ends. */
+class HandedOff extends Error {}
 
 /** A dry run reached a form with no recorded reply left: where the recorded conversation stops. */
 class RepliesExhausted extends Error {
@@ -231,7 +244,9 @@ async function walk(input: ExecutionWorkflowInput, mode: RunMode, voice: VoiceCa
   };
   setHandler(customerReplySignal, acceptReply);
   setHandler(executionProgressQuery, () => progress);
-  voice?.install(acceptReply, () => progress.waitingForInput && replies.length === 0);
+  /** A call's question is with the caller while its prompt activity still runs (VOICE_ASK_AHEAD). */
+  let askedAhead = false;
+  voice?.install(acceptReply, () => (progress.waitingForInput || askedAhead) && replies.length === 0);
   // Where the run stands, for operators: the UI's current details and query `state` say the same.
   let state: ExecutionState = { phase: 'starting', node_id: null, node_type: null, steps_completed: 0 };
   const enter = (next: Omit<ExecutionState, 'steps_completed'>) => {
@@ -266,8 +281,12 @@ async function walk(input: ExecutionWorkflowInput, mode: RunMode, voice: VoiceCa
     const answers: Record<string, string> = {};
     for (const field of node.fields) {
       let prompt = field.label;
+      // Offered as a list where the channel has them (WhatsApp); the answer arrives as text either way.
+      const choices = scoreChoices(field);
       for (let attempt = 1; ; attempt++) {
         enter({ phase: 'sending', node_id: node.id, node_type: 'form', field: field.name, attempt });
+        askedAhead = voice !== undefined && patched(VOICE_ASK_AHEAD);
+        if (askedAhead) voice?.ask(prompt, field, node.voice);
         const sent = await withSummary(nodeActs.sendFormPrompt, summaryLine(`node ${node.id}`, 'form', field.name, attempt > 1 && `attempt ${attempt}`), {
           ctx,
           nodeId: node.id,
@@ -275,8 +294,11 @@ async function walk(input: ExecutionWorkflowInput, mode: RunMode, voice: VoiceCa
           attempt,
           text: prompt,
           ...(node.template ? { template: node.template } : {}),
+          ...(choices ? { choices } : {}),
+          // The workflow's clock: the time of the task that asked, before the caller's answer.
+          ...(askedAhead ? { askedAt: Date.now() } : {}),
         });
-        voice?.ask(prompt, field, node.voice);
+        if (!askedAhead) voice?.ask(prompt, field, node.voice);
         progress.waitingForInput = true;
         const since = Date.now();
         // Meta refuses our replies once the customer service window closes: without a template to re-open the conversation, the wait ends there.
@@ -295,6 +317,7 @@ async function walk(input: ExecutionWorkflowInput, mode: RunMode, voice: VoiceCa
         // A dry run never waits: it has the recorded replies or nothing.
         const got = mode.kind === 'dry_run' ? replies.length > 0 : await awaitReply(node, field.name, attempt, waitMs);
         progress.waitingForInput = false;
+        askedAhead = false;
         enter({ phase: 'running', node_id: node.id, node_type: 'form', field: field.name, attempt });
         if (!got && mode.kind === 'dry_run') throw new RepliesExhausted(node, field.name);
         if (!got && voice?.hungUp) throw new NodeFailure(node, startedAt, 'timeout', `the caller hung up before answering "${field.name}"`, CALLER_HUNG_UP);
@@ -417,15 +440,20 @@ async function walk(input: ExecutionWorkflowInput, mode: RunMode, voice: VoiceCa
           lastResponse = (await withSummary(acts.runMessageNode, `node ${current.id} · message`, { ctx, node: current, startedAt })).message_sent;
           voice?.say(lastResponse, current.voice);
         } else if (current.type === 'ai_response') {
-          lastResponse = (
-            await withSummary(aiActs.runAiResponseNode, `node ${current.id} · ai_response · ${current.knowledge_base}`, { ctx, node: current, startedAt, question: lastCustomerText })
-          ).response;
-          voice?.say(lastResponse, current.voice);
+          const ai = await withSummary(aiActs.runAiResponseNode, `node ${current.id} · ai_response · ${current.knowledge_base}`, {
+            ctx,
+            node: current,
+            startedAt,
+            question: lastCustomerText,
+          });
+          if (ai.handed_off) throw new HandedOff();
+          lastResponse = ai.response ?? null;
+          if (lastResponse !== null) voice?.say(lastResponse, current.voice);
         } else {
           await collectForm(current, startedAt);
         }
       } catch (err) {
-        if (isCancellation(err) || err instanceof NodeFailure || err instanceof RepliesExhausted || err instanceof ExecutionStopped) throw err;
+        if (isCancellation(err) || err instanceof NodeFailure || err instanceof RepliesExhausted || err instanceof ExecutionStopped || err instanceof HandedOff) throw err;
         if (isNotRunning(err)) throw new ExecutionStopped();
         const { errorType, message, stepErrorType } = classify(err);
         throw new NodeFailure(current, startedAt, errorType, message, stepErrorType);
@@ -444,6 +472,14 @@ async function walk(input: ExecutionWorkflowInput, mode: RunMode, voice: VoiceCa
     if (err instanceof ExecutionStopped) {
       enter({ phase: 'cancelled', node_id: state.node_id, node_type: state.node_type });
       return { status: 'cancelled', output: output('cancelled') };
+    }
+    // An ai_response node handed the customer to a person: the execution ends, cancelled with the outcome handed_off.
+    if (err instanceof HandedOff) {
+      progress.stepsCompleted++;
+      const result: ExecutionWorkflowResult = { status: 'cancelled', output: output('handed_off') };
+      enter({ phase: 'cancelled', node_id: state.node_id, node_type: state.node_type });
+      await finish(result);
+      return result;
     }
     if (err instanceof RepliesExhausted) {
       const result: ExecutionWorkflowResult = {

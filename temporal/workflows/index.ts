@@ -13,3 +13,6 @@ export * from './report.workflow';
 export * from './file-expiry.workflow';
 export * from './replay.workflow';
 export * from './dry-run.workflow';
+export * from './agent-message.workflow';
+export * from './handoff-expiry.workflow';
+export * from './debounce-burst.workflow';

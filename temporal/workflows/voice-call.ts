@@ -4,7 +4,8 @@
  *
  * The run records each thing it says (`say`, `ask`) in order; items are rebuilt the same on
  * replay, so a worker that dies between two turns loses nothing. A turn returns when the
- * run waits for a reply it has not got, or has ended: the hook answers with the items from
+ * run waits for a reply it has not got (or has asked its question ahead of the prompt's
+ * activity, VOICE_ASK_AHEAD), or has ended: the hook answers with the items from
  * the `from` it has rendered so far. Before the run completes, `finish` gives the hook a
  * moment to collect the last answer (a completed run takes no update).
  */
@@ -22,7 +23,8 @@ export class VoiceCall {
   /**
    * Registers the handlers (before the run's first await: update-with-start delivers the
    * first turn in the first workflow task). `accept` takes a reply as the customerReply
-   * signal does; `waiting` says the run waits for a reply and has none queued.
+   * signal does; `waiting` says the run waits for a reply (or its question is with the caller)
+   * and has none queued.
    */
   install(accept: (reply: CustomerReply) => void, waiting: () => boolean): void {
     setHandler(voiceTurnUpdate, async ({ from, reply }) => {

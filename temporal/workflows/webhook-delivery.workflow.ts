@@ -40,7 +40,7 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
   // as an attempt that fails before sending already does).
   if (workflowInfo().historyLength <= FIRST_TASK_HISTORY_LENGTH) {
     const { deliverWebhookAttempt } = proxyLocalActivities<WebhookActivities>({
-      startToCloseTimeout: attemptTimeoutMs(input.httpTimeoutMs),
+      startToCloseTimeout: attemptTimeoutMs(input.httpTimeoutMs, input.attemptMarginMs),
       retry: { maximumAttempts: 1 },
     });
     let local: WebhookAttemptResult;
@@ -81,7 +81,7 @@ function retryAfterMs(cause: unknown): number | undefined {
 async function taskQueueAttempts(input: WebhookDeliveryInput, localAttempts: number, holdsTurn = false): Promise<WebhookDeliveryResult> {
   for (let made = localAttempts, holds = holdsTurn; ; ) {
     const { deliverWebhookAttempt } = proxyActivities<WebhookActivities>({
-      startToCloseTimeout: attemptTimeoutMs(input.httpTimeoutMs),
+      startToCloseTimeout: attemptTimeoutMs(input.httpTimeoutMs, input.attemptMarginMs),
       retry: buildDeliveryRetryPolicy(input.retryPolicy, made),
     });
     const attemptInput = made || holds ? { ...input, ...(made ? { localAttempts: made } : {}), ...(holds ? { holdsTurn: true } : {}) } : input;

@@ -15,7 +15,9 @@ import { createActiveWorkflow } from '../executions/helpers';
 
 const PHONE_ID = '106540352242933';
 const SECRET = 'wa-window-secret';
-const WINDOW_SECONDS = 2;
+// Long enough that the prompt goes out inside it on a loaded machine (the window counts from the
+// message's whole-second timestamp, so up to a second of it is gone on arrival).
+const WINDOW_SECONDS = 5;
 
 describe('a form wait and the customer service window', () => {
   let t: TestApp;
@@ -79,6 +81,10 @@ describe('a form wait and the customer service window', () => {
     expect(journey.body.data.journey.drop_off_points).toEqual([
       { step: 1, name: 'ask', drop_off_count: 1, drop_off_rate: 1, common_reasons: ['customer_service_window_closed'] },
     ]);
+    // Performance error rates give the window its own bucket, not api_error.
+    const performance = await t.request.get(`/v1/analytics/workflows/${wf}/performance?start_date=${day(-1)}&end_date=${day(1)}`).set(bearer(admin));
+    expect(performance.status).toBe(200);
+    expect(performance.body.data.performance.error_rate).toEqual({ overall: 1, by_error_type: { timeout: 0, api_error: 0, validation_error: 0, window_closed: 1 } });
   });
 
   it('a form with a template waits its own timeout past the window', async () => {

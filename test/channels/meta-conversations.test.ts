@@ -172,4 +172,43 @@ describe('Meta conversations', () => {
     for (const row of rows) for (const sealed of Object.values(row.secrets)) expect(sealed).toMatch(/^v1:/);
     expect(JSON.stringify(rows)).not.toContain(WA_TOKEN);
   });
+
+  it('asks a rating as a WhatsApp interactive list and takes the list reply as the answer', async () => {
+    await createActiveWorkflow(t, admin, {
+      name: 'Rate us',
+      channel: 'whatsapp',
+      configuration: {
+        trigger: { type: 'keyword', keywords: ['rate'] },
+        nodes: [{ id: 'ask', type: 'form', fields: [{ name: 'stars', type: 'rating', required: true, label: 'How was your delivery?' }] }],
+      },
+    });
+    const waId = '15550100777';
+    await hook(wa, whatsAppText(PHONE_ID, waId, 'rate').body, WA_SECRET).expect(200);
+    const prompt = await waitFor(async () => meta.sends.find((s) => s.status === 200 && s.body?.to === waId), 'the rating prompt');
+    // The Cloud API's documented interactive list: body text, a button, one section of rows.
+    expect(prompt.body).toEqual({
+      messaging_product: 'whatsapp',
+      recipient_type: 'individual',
+      to: waId,
+      type: 'interactive',
+      interactive: {
+        type: 'list',
+        body: { text: 'How was your delivery?' },
+        action: {
+          button: 'Choose a score',
+          sections: [{ title: 'Choose a score', rows: ['1', '2', '3', '4', '5'].map((n) => ({ id: `stars:${n}`, title: n })) }],
+        },
+      },
+    });
+    await hook(wa, whatsAppMessage(PHONE_ID, waId, { type: 'interactive', interactive: { type: 'list_reply', list_reply: { id: 'stars:4', title: '4' } } }).body, WA_SECRET).expect(200);
+    const done = await waitFor(async () => {
+      const [e] = await t.query<{ id: string; status: string }>(
+        'select e.id, e.status from executions e join customers c on c.id = e.customer_id where c.external_id = ? order by e.started_at desc limit 1',
+        [waId],
+      );
+      return e?.status === 'success' ? e : undefined;
+    }, 'the rating execution to complete');
+    const [step] = await t.query<{ output: { form_data: Record<string, string> } }>("select output from execution_steps where execution_id = ? and node_id = 'ask'", [done.id]);
+    expect(step!.output.form_data).toEqual({ stars: '4' });
+  });
 });

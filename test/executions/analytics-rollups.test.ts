@@ -4,9 +4,8 @@
  * right after committing an execution's finish (before Temporal recorded it, so the finish
  * runs again on the next worker) does not count it twice.
  */
-import { readFileSync } from 'node:fs';
 import { Client } from 'pg';
-import { ROLLUP_FUNCTIONS_FILE, rollupFunctionsSql } from '../../src/db/rollup-functions';
+import { rollupFunctionNames, rollupFunctionsSql } from '../../src/db/rollup-functions';
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { type SpawnedProcess, spawnService } from '../helpers/process';
@@ -191,7 +190,7 @@ describe('analytics rollups fed by real executions', () => {
   });
 
   it('the migrated database runs exactly the rollup functions of src/db/sql/analytics-rollups.sql', async () => {
-    const defined = [...readFileSync(ROLLUP_FUNCTIONS_FILE, 'utf8').matchAll(/^create or replace function (\w+)\(/gm)].map((m) => m[1]).sort();
+    const defined = rollupFunctionNames().sort();
     const definitions = `select proname, pg_get_functiondef(oid) as def from pg_proc where proname like 'analytics\\_%' order by proname`;
     const client = new Client({ connectionString: t.databaseUrl });
     await client.connect();

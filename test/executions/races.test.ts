@@ -4,6 +4,7 @@
  *
  * - a reply that arrives while the form prompt is still being sent reaches that execution
  *   (the wait opens before the send) instead of starting executions by trigger matching;
+ * - a reply whose signal was lost resumes the run when the reconciler re-delivers it;
  * - a reply racing the form's timeout is never swallowed: if it claimed the wait first the
  *   form takes it even when its signal never arrives; once the timeout closed the wait,
  *   the next message goes through normal trigger matching;
@@ -80,6 +81,35 @@ describe('races around a running execution', () => {
     expect(done.steps[0]).toMatchObject({ node_id: 'ask', output: { form_data: { name: 'Ada, about my quote' } } });
     expect(await t.query('select 1 from executions where workflow_id = ?', [workflowId])).toHaveLength(1);
     expect(await outbound(executionId)).toEqual([{ text: 'Who is the quote for?' }, { text: 'Thanks, quote coming.' }]);
+  });
+
+  it('a reply whose signal never reached the run resumes it when the reconciler re-delivers it, long before the form times out', async () => {
+    const workflowId = await createActiveWorkflow(t, key, {
+      name: 'Name form',
+      channel: 'whatsapp',
+      configuration: {
+        trigger: { type: 'keyword', keywords: ['register'] },
+        nodes: [
+          { id: 'ask', type: 'form', timeout_seconds: 3600, fields: [{ name: 'name', type: 'text', required: true, label: 'Your name?' }], next: 'ok' },
+          { id: 'ok', type: 'message', content: 'Welcome.' },
+        ],
+      },
+    });
+    const started = await send(t, { channel: 'whatsapp', customer_id: 'r-1', message: 'register' });
+    const id = started.body.data.executions[0].id as string;
+    await waitForExecution(t, key, workflowId, id, (d) => d.output?.next_action === 'wait_for_input');
+
+    // Committed and claimed, but its signal is lost (a call cut off at TEMPORAL_CALL_TIMEOUT_MS on a loaded machine).
+    const reply = await send(lost, { channel: 'whatsapp', customer_id: 'r-1', message: 'Ada' });
+    expect(reply.body.data).toMatchObject({ status: 'resumed', executions: [{ id, action: 'resumed' }] });
+    const unconfirmed = () => t.query<{ delivered_at: Date | null }>('select delivered_at from messages where id = ?', [reply.body.data.message_id]);
+    expect((await unconfirmed())[0]!.delivered_at).toBeNull();
+
+    expect(await reconcileOnce(t.services, 0)).toMatchObject({ redelivered: 1 });
+    expect((await unconfirmed())[0]!.delivered_at).not.toBeNull();
+    const done = await waitForExecution(t, key, workflowId, id, 'success');
+    expect(done.steps[0].output).toEqual({ form_data: { name: 'Ada' } });
+    expect((await outbound(id)).map((m) => m.text)).toEqual(['Your name?', 'Welcome.']);
   });
 
   it('a reply racing the form timeout is never swallowed: a claimed reply is taken without its signal; after the wait closed, trigger matching', async () => {

@@ -6,7 +6,8 @@
  * (message nodes as task-queue activities, no marker), one started before it and finished
  * by a worker with it (a deployment while the run waited on its form), one recorded after
  * it (patch marker, a local-activity marker per message node and the completion), and one
- * of version 2 (no patch marker, one `runMessageRun` marker per run). Runs in flight at a deployment must keep going after it.
+ * of version 2 (no patch marker, one `runMessageRun` marker per run); and a phone call on
+ * each side of the `voice-ask-before-prompt-activity` patch. Runs in flight at a deployment must keep going after it.
  * Recorded with the service's own worker against a dev server; `@temporalio/proto` (the
  * SDK's own dependency, same version) reads them, as the SDK's JSON reader refuses the
  * timestamps `fetchHistory()` writes.
@@ -28,6 +29,11 @@ describe('execution workflow replay', () => {
     ['started with message nodes as local activities', 'message-form-message.local-activities.history.json', 2],
     // Version 2: each message node a run of its own here, the last one with the completion.
     ['started with runs of message nodes (version 2)', 'message-form-message.message-runs.history.json', 2],
+    // A phone call (greeting, an email asked twice, goodbye) from before VOICE_ASK_AHEAD: each
+    // turn's Update completed after the prompt activity; and one with the patch marker, where
+    // it completes in the workflow task that scheduled the activity.
+    ['of a phone call recorded before questions went ahead of their prompt activities', 'voice-call.before-ask-ahead.history.json', 3],
+    ['of a phone call with its questions ahead of their prompt activities', 'voice-call.ask-ahead.history.json', 3],
   ])('a run %s replays without a nondeterminism error', async (_label, file, taskQueueActivities) => {
     installQuietRuntime();
     const history = fixture(file);

@@ -96,8 +96,8 @@ export class FakeCall {
   speak = (speech: string) => this.turn({ SpeechResult: speech, Confidence: '0.91' });
   /** The caller presses keys in answer to a `<Gather>`. */
   press = (digits: string) => this.turn({ Digits: digits });
-  /** Twilio's status callback: the call is over. */
-  hangUp = (status = 'completed') => this.post({ CallStatus: status, CallDuration: '17' });
+  /** Twilio's status callback: the call is over, after `seconds` (its CallDuration). */
+  hangUp = (status = 'completed', seconds = '17') => this.post({ CallStatus: status, CallDuration: seconds });
 }
 
 /** What the caller hears in an answer: the `<Say>` texts, inside `<Gather>` too. */

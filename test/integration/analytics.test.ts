@@ -279,7 +279,7 @@ describe('analytics API', () => {
     // percentile_cont(0.5) of 2000, 70000, 130000, 900000 is 100000; within 2 %.
     expect(Math.abs(p.execution_time.median_ms - 100_000)).toBeLessThanOrEqual(2000);
     expect(p.throughput).toEqual({ executions_per_hour: 0.08, peak_executions_per_hour: 2, peak_hour: '09:00' });
-    expect(p.error_rate).toEqual({ overall: 0.5, by_error_type: { timeout: 0.25, api_error: 0.25, validation_error: 0 } });
+    expect(p.error_rate).toEqual({ overall: 0.5, by_error_type: { timeout: 0.25, api_error: 0.25, validation_error: 0, window_closed: 0 } });
     expect(p.node_performance).toEqual([
       { node_id: 'greet', type: 'message', execution_count: 6, success_rate: 0.8333, average_duration_ms: 12, error_count: 1 },
       { node_id: 'ask', type: 'form', execution_count: 4, success_rate: 0.75, average_duration_ms: 247_750, error_count: 1 },
@@ -328,6 +328,7 @@ describe('analytics API', () => {
         average_messages_per_session: 3, // 21 messages over 7 sessions
         customer_satisfaction: 4,
         net_promoter_score: 33.3,
+        handoff_rate: 0,
         engagement_by_channel: {
           instagram: { customers: 1, average_session_duration: 0, satisfaction: null },
           whatsapp: { customers: 4, average_session_duration: 85.83, satisfaction: 4 },

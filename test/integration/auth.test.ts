@@ -1,4 +1,5 @@
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
+import { waitFor } from '../helpers/wait';
 
 describe('authentication and API keys', () => {
   let t: TestApp;
@@ -62,8 +63,12 @@ describe('authentication and API keys', () => {
     expect(JSON.stringify(stored)).not.toContain(key);
 
     expect((await t.request.get('/v1/workflows').set(bearer(key))).status).toBe(200);
-    const got = await t.request.get(`/v1/api-keys/${id}`).set(bearer(admin.key));
-    expect(got.body.data.last_used_at).not.toBeNull();
+    // Recorded after the answer, without holding the request up: shown once that write is in.
+    const lastUsed = await waitFor(async () => {
+      const got = await t.request.get(`/v1/api-keys/${id}`).set(bearer(admin.key));
+      return got.body.data.last_used_at ?? undefined;
+    }, "the key's last_used_at", 10_000);
+    expect(Date.parse(lastUsed)).toBeGreaterThan(Date.now() - 60_000);
 
     const revoked = await t.request.delete(`/v1/api-keys/${id}`).set(bearer(admin.key));
     expect(revoked.status).toBe(200);

@@ -147,7 +147,18 @@ const CALLS: Array<[string, () => Promise<unknown>]> = [
     expectStatus(await call('GET', `/v1/workflows/${s.workflow}/metrics?granularity=year`), 422);
     expectStatus(await call('GET', '/v1/customers?channel=whatsapp'), 200);
     expectStatus(await call('GET', `/v1/customers/${s.customer}`), 200);
+    expectStatus(await call('POST', `/v1/customers/${s.customer}/messages`, { body: { text: 'A person writes' } }), 202);
+    expectStatus(await call('POST', `/v1/customers/${s.customer}/messages`, { body: { text: 'Elsewhere', channel: 'instagram' } }), 422);
     expectStatus(await call('GET', `/v1/customers/${s.customer}/messages`), 200);
+    // A handoff: started, moved, shown, silencing a message, refused in the past, ended once.
+    expectStatus(await call('POST', `/v1/customers/${s.customer}/handoff`, { body: { reason: 'A person answers' } }), 201);
+    expectStatus(await call('POST', `/v1/customers/${s.customer}/handoff`, { body: { reason: 'Moved' } }), 200);
+    expectStatus(await call('POST', `/v1/customers/${s.customer}/handoff`, { body: { until: '2020-01-01T00:00:00Z' } }), 400);
+    expectStatus(await call('GET', `/v1/customers/${s.customer}`), 200);
+    expectStatus(await call('GET', '/v1/customers'), 200);
+    expectStatus(await call('POST', '/v1/messages', { body: { channel: 'whatsapp', customer_id: '+15550001', message: 'hello' } }), 201);
+    expectStatus(await call('DELETE', `/v1/customers/${s.customer}/handoff`), 200);
+    expectStatus(await call('DELETE', `/v1/customers/${s.customer}/handoff`), 404);
   }],
   ['dry runs', async () => {
     const [hi, ask] = GREETER.configuration.nodes;
@@ -484,6 +495,8 @@ const VALID_BODIES: Record<string, object> = {
   'PUT /v1/triggers/{trigger_id}': { name: 'Renamed' },
   'POST /v1/triggers/{trigger_id}/fire': { order: 1 },
   'PUT /v1/customers/{customer_id}': { name: 'Renamed' },
+  'POST /v1/customers/{customer_id}/messages': { text: 'Hello from a person' },
+  'POST /v1/customers/{customer_id}/handoff': { reason: 'Renamed' },
   'PUT /v1/knowledge-bases/{knowledge_base_id}': { name: 'Renamed' },
   'POST /v1/knowledge-bases/{knowledge_base_id}/articles': { title: 'Renamed', content: 'Renamed' },
   'PUT /v1/knowledge-bases/{knowledge_base_id}/articles/{article_id}': { title: 'Renamed' },

@@ -30,6 +30,10 @@ function startWorkerProcess(): SpawnedProcess {
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     WEBHOOK_EXTRA_CA_FILE: receiver.caFile,
     WEBHOOK_TIMEOUT_MS: '2000',
+    // Test-only: a 2 s margin around the attempt instead of 5 s, so the delivery's workflow
+    // task times out 6 s after the killed worker took it instead of 10 s (the wait before
+    // the restarted worker gets it); still above the attempt's 4 s by a fifth.
+    WEBHOOK_ATTEMPT_MARGIN_MS: '2000',
     WEBHOOK_DISPATCH_POLL_MS: '250',
   });
   workers.push(proc);

@@ -2,9 +2,10 @@
  * The settings that exist for the test suite: FORM_TIMEOUT_MIN_SECONDS lowers the 10 s form
  * timeout minimum outside production only, and a production process refuses to start with
  * it; the same holds for TEMPORAL_STICKY_QUEUE_TIMEOUT_MS (the crash tests' short
- * sticky-queue timeout); TEMPORAL_WORKFLOW_BUNDLE_PATH is optional (unset, the worker bundles at start).
+ * sticky-queue timeout) and WEBHOOK_ATTEMPT_MARGIN_MS (the webhook crash test's shorter
+ * delivery task timeout); TEMPORAL_WORKFLOW_BUNDLE_PATH is optional (unset, the worker bundles at start).
  */
-import { ConfigError, customerServiceWindowMsOf, formTimeoutMinSeconds, loadConfig } from '../../src/config';
+import { ConfigError, customerServiceWindowMsOf, deliveryTimingOf, formTimeoutMinSeconds, loadConfig } from '../../src/config';
 import { FormNode } from '../../src/modules/workflows/workflow.schemas';
 
 const form = (timeout_seconds: number) => ({ id: 'ask', type: 'form', timeout_seconds, fields: [{ name: 'phone', type: 'phone', label: 'Number?' }] });
@@ -42,6 +43,16 @@ describe('TEMPORAL_STICKY_QUEUE_TIMEOUT_MS', () => {
     for (const bad of ['50', '10001', 'soon']) expect(() => loadConfig({ TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: bad })).toThrow(/TEMPORAL_STICKY_QUEUE_TIMEOUT_MS/);
     expect(() => loadConfig({ NODE_ENV: 'production', TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: '1000' })).toThrow(ConfigError);
     expect(() => loadConfig({ NODE_ENV: 'production', TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: '1000' })).toThrow(/TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: a test-only setting/);
+  });
+});
+
+describe('WEBHOOK_ATTEMPT_MARGIN_MS', () => {
+  it('is unset by default (deliveries carry no margin: the workflow keeps its 5 s), validated when set, and refused in production', () => {
+    expect(deliveryTimingOf(loadConfig({}))).toEqual({ httpTimeoutMs: 10_000 });
+    expect(deliveryTimingOf(loadConfig({ WEBHOOK_TIMEOUT_MS: '2000', WEBHOOK_ATTEMPT_MARGIN_MS: '2000' }))).toEqual({ httpTimeoutMs: 2000, attemptMarginMs: 2000 });
+    for (const bad of ['499', '5001', 'soon']) expect(() => loadConfig({ WEBHOOK_ATTEMPT_MARGIN_MS: bad })).toThrow(/WEBHOOK_ATTEMPT_MARGIN_MS/);
+    expect(() => loadConfig({ NODE_ENV: 'production', WEBHOOK_ATTEMPT_MARGIN_MS: '2000' })).toThrow(ConfigError);
+    expect(() => loadConfig({ NODE_ENV: 'production', WEBHOOK_ATTEMPT_MARGIN_MS: '2000' })).toThrow(/WEBHOOK_ATTEMPT_MARGIN_MS: a test-only setting/);
   });
 });
 

@@ -6,6 +6,7 @@
  * does, so a slow machine changes how many requests a turn takes, never what is said.
  */
 import { createActivities } from '../../temporal/activities';
+import { executionWorkflowId } from '../../temporal/executions.shared';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import type { FakeHttpServer } from '../helpers/fake-http-server';
 import { FakeCall, newAccountSid, spoken, startFakeTwilioApi } from '../helpers/fake-twilio';
@@ -159,6 +160,19 @@ describe('voice calls', () => {
     expect(new Set(transcript.map((m) => m.channel))).toEqual(new Set(['voice']));
     const [customer] = await t.query<{ external_id: string; channel: string }>('select external_id, channel from customers where id = ?', [execution!.customer_id]);
     expect(customer).toEqual({ external_id: '+14155550122', channel: 'voice' });
+
+    // Each reply reached the run inside its turn's Update, once: no customerReply signal
+    // beside it (a second workflow task per turn), and the reply stamped delivered, so the
+    // reconciler has nothing to send again.
+    const replies = await t.query<{ delivered: boolean }>(
+      "select delivered_at is not null as delivered from messages where customer_id = ? and direction = 'inbound' and text <> '[call]'",
+      [execution!.customer_id],
+    );
+    expect(replies).toEqual([{ delivered: true }, { delivered: true }]);
+    const history = await t.services.temporal.client.workflow.getHandle(executionWorkflowId(execution!.id)).fetchHistory();
+    const events = history.events ?? [];
+    expect(events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'customerReply')).toHaveLength(0);
+    expect(events.filter((e) => e.workflowExecutionUpdateCompletedEventAttributes).length).toBeGreaterThanOrEqual(3);
   });
 
   it('a DTMF rating: one digit on the keypad', async () => {
@@ -200,6 +214,54 @@ describe('voice calls', () => {
     const journey = await t.request.get('/v1/analytics/customers/journey').query({ journey_type: 'workflow', workflow_id: line.workflowId }).set(bearer(admin));
     expect(journey.status).toBe(200);
     expect(journey.body.data.journey.drop_off_points[0]).toMatchObject({ name: 'ask', drop_off_count: 1, common_reasons: ['caller_hung_up'] });
+  });
+
+  it("analytics: each call is one session lasting Twilio's CallDuration, and conversation journeys follow calls to their drop-off", async () => {
+    const org = await t.createOrg();
+    const key = (await t.createKey('admin', org)).key;
+    const line = await voiceLine(key, [
+      { id: 'ask', type: 'form', fields: [{ name: 'email', type: 'email', required: true, label: 'Your email?' }], next: 'bye' },
+      { id: 'bye', type: 'message', content: 'Thanks, goodbye.' },
+    ]);
+    // Two calls of one caller, minutes apart: two sessions, not one.
+    const first = line.call('+14155550188');
+    expect(spoken(await first.dial())).toEqual(['Your email?']);
+    expect(spoken(await first.speak('ana at example dot com'))).toEqual(['Thanks, goodbye.']);
+    expect((await first.hangUp('completed', '42')).status).toBe(200);
+    expect((await finished(first.callSid))!.status).toBe('success');
+
+    const second = line.call('+14155550188');
+    expect(spoken(await second.dial())).toEqual(['Your email?']);
+    // A CallDuration that is not whole seconds is refused and ends nothing.
+    const bad = await second.post({ CallStatus: 'completed', CallDuration: 'soon' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatchObject({ code: 'INVALID_REQUEST', field: 'CallDuration' });
+    expect((await t.query<{ ended_at: Date | null }>('select ended_at from voice_calls where call_sid = ?', [second.callSid]))[0]!.ended_at).toBeNull();
+    expect((await second.hangUp('completed', '8')).status).toBe(200);
+    // A retried status callback changes nothing.
+    expect((await second.hangUp('completed', '99')).status).toBe(200);
+    expect((await finished(second.callSid))!.status).toBe('failed');
+    const calls = await t.query<{ duration_seconds: number }>('select duration_seconds from voice_calls where call_sid in (?, ?) order by started_at', [first.callSid, second.callSid]);
+    expect(calls.map((c) => c.duration_seconds)).toEqual([42, 8]);
+
+    const engagement = await t.request.get('/v1/analytics/customers/engagement').query({ channel: 'voice' }).set(bearer(key));
+    expect(engagement.status).toBe(200);
+    // (42 + 8) / 2 seconds; messages: [call], question, reply, goodbye | [call], question.
+    expect(engagement.body.data.engagement).toMatchObject({ active_customers: 1, average_session_duration: 25, average_messages_per_session: 3 });
+    expect(engagement.body.data.engagement.engagement_by_channel.voice).toMatchObject({ customers: 1, average_session_duration: 25 });
+
+    const journey = await t.request.get('/v1/analytics/customers/journey').set(bearer(key));
+    expect(journey.status).toBe(200);
+    expect(journey.body.data.journey).toMatchObject({ total_journeys: 2, completed_journeys: 1 });
+    expect(journey.body.data.journey.journey_steps.map((s: { name: string; customers: number }) => [s.name, s.customers])).toEqual([
+      ['message_received', 2],
+      ['execution_started', 2],
+      ['first_reply_sent', 2],
+      ['input_collected', 2],
+      ['completed', 1],
+    ]);
+    const dropOff = journey.body.data.journey.drop_off_points.find((d: { name: string }) => d.name === 'input_collected');
+    expect(dropOff).toMatchObject({ drop_off_count: 1, common_reasons: ['caller_hung_up'] });
   });
 
   it('a call with no matching workflow gets a polite goodbye and is recorded like an unmatched message', async () => {

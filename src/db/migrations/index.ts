@@ -35,7 +35,18 @@ import { Migration20261206000100_webhook_recoveries } from './Migration202612060
 import { Migration20261209000100_daily_rollups } from './Migration20261209000100_daily_rollups';
 import { Migration20261210000100_voice_calls } from './Migration20261210000100_voice_calls';
 import { Migration20261211000100_execution_concurrency } from './Migration20261211000100_execution_concurrency';
+import { Migration20261213000100_execution_queue } from './Migration20261213000100_execution_queue';
+import { Migration20261216000100_agent_messages } from './Migration20261216000100_agent_messages';
 import { Migration20261212000100_sealed_webhook_trigger_secrets } from './Migration20261212000100_sealed_webhook_trigger_secrets';
+import { Migration20261217000100_rollup_shard_template } from './Migration20261217000100_rollup_shard_template';
+import { Migration20261219000100_voice_call_duration } from './Migration20261219000100_voice_call_duration';
+import { Migration20261215000100_customer_handoffs } from './Migration20261215000100_customer_handoffs';
+import { Migration20261218000100_start_claims } from './Migration20261218000100_start_claims';
+import { Migration20261220000100_debounce } from './Migration20261220000100_debounce';
+import { Migration20261221000100_promote_notify } from './Migration20261221000100_promote_notify';
+import { Migration20261222000100_window_closed_indexes } from './Migration20261222000100_window_closed_indexes';
+import { Migration20261222000200_daily_hours } from './Migration20261222000200_daily_hours';
+import { Migration20261223000100_finish_rollup } from './Migration20261223000100_finish_rollup';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -72,4 +83,15 @@ export const migrationsList = [
   { name: 'Migration20261210000100_voice_calls', class: Migration20261210000100_voice_calls },
   { name: 'Migration20261211000100_execution_concurrency', class: Migration20261211000100_execution_concurrency },
   { name: 'Migration20261212000100_sealed_webhook_trigger_secrets', class: Migration20261212000100_sealed_webhook_trigger_secrets },
+  { name: 'Migration20261217000100_rollup_shard_template', class: Migration20261217000100_rollup_shard_template },
+  { name: 'Migration20261219000100_voice_call_duration', class: Migration20261219000100_voice_call_duration },
+  { name: 'Migration20261213000100_execution_queue', class: Migration20261213000100_execution_queue },
+  { name: 'Migration20261216000100_agent_messages', class: Migration20261216000100_agent_messages },
+  { name: 'Migration20261215000100_customer_handoffs', class: Migration20261215000100_customer_handoffs },
+  { name: 'Migration20261218000100_start_claims', class: Migration20261218000100_start_claims },
+  { name: 'Migration20261220000100_debounce', class: Migration20261220000100_debounce },
+  { name: 'Migration20261221000100_promote_notify', class: Migration20261221000100_promote_notify },
+  { name: 'Migration20261222000100_window_closed_indexes', class: Migration20261222000100_window_closed_indexes },
+  { name: 'Migration20261222000200_daily_hours', class: Migration20261222000200_daily_hours },
+  { name: 'Migration20261223000100_finish_rollup', class: Migration20261223000100_finish_rollup },
 ];

@@ -1,8 +1,9 @@
 -- The analytics rollup functions as they are now: the one definition of each (docs/analytics.md,
 -- docs/architecture-reports-analytics.md). Applied as a whole by the latest migration that
 -- changes one of them (src/db/rollup-functions.ts); earlier migrations keep the definitions
--- an existing database ran. Every statement is `create or replace`, so applying it again is a
--- no-op. Tables, indexes and triggers stay in the migrations: only function bodies live here.
+-- an existing database ran. Every statement is `create or replace` (the shard functions' block
+-- runs such statements), so applying it again is a no-op. Tables, indexes and triggers stay
+-- in the migrations: only function bodies live here.
 
 
 -- Latency histogram (docs/analytics.md): bucket 0 holds 0 ms; d >= 1 ms goes to bucket 1 + ceil(ln d / ln γ),
@@ -29,6 +30,30 @@ begin
   return h;
 end $$;
 
+-- Adds histogram (or any subscripted counter array) h2 into h, subscript by subscript.
+create or replace function analytics_hist_merge(h integer[], h2 integer[]) returns integer[] language plpgsql immutable as $$
+declare
+  i integer;
+begin
+  if cardinality(h2) = 0 then return h; end if;
+  for i in array_lower(h2, 1) .. array_upper(h2, 1) loop
+    if coalesce(h2[i], 0) <> 0 then h[i] := coalesce(h[i], 0) + h2[i]; end if;
+  end loop;
+  return h;
+end $$;
+
+-- The array whose subscript b[k] holds the sum of n[k] (the rebuild's sums of hours into days).
+create or replace function analytics_hist_weighted(b integer[], n integer[]) returns integer[] language plpgsql immutable as $$
+declare
+  h integer[] := '{}';
+  k integer;
+begin
+  for k in 1 .. coalesce(cardinality(b), 0) loop
+    if b[k] is not null and coalesce(n[k], 0) <> 0 then h[b[k]] := coalesce(h[b[k]], 0) + n[k]; end if;
+  end loop;
+  return h;
+end $$;
+
 -- At most this many rows per key: past it, transactions share rows (and wait for each other).
 create or replace function analytics_shard_limit() returns integer language sql immutable as 'select 8';
 
@@ -45,61 +70,77 @@ begin
   return pg_backend_pid() % analytics_shard_limit();
 end $$;
 
--- The shard of analytics_hourly this transaction adds to: the first one no other
+-- The shard of a sharded rollup table this transaction adds to: the first one no other
 -- transaction holds (now locked for this one), else a new one. One function per table
 -- rather than one with dynamic SQL: EXECUTE plans its statement at every call, and this
--- runs in every commit that touches an execution.
-create or replace function analytics_hourly_shard(o text, w text, h timestamptz, t text, c text) returns smallint language plpgsql as $$
+-- runs in every commit that touches an execution. The functions differ only in their table
+-- and key, so this block writes each one from one template when the file is applied: each is
+-- an ordinary function whose statements are planned once, as if written out here. A row:
+-- the function, its table, the tag of its lock keys, its arguments, and the key columns
+-- they stand for, in the same order. (The daily tier shards like the hourly one: a day's row
+-- is as hot as its hours' rows.)
+do $template$
+declare
+  f record;
+  cond text;
+  args text;
+begin
+  for f in select * from (values
+    ('analytics_hourly_shard', 'analytics_hourly', 'hourly', 'o text, w text, h timestamptz, t text, c text', 'organization_id, workflow_id, hour, trigger_id, channel'),
+    ('analytics_node_shard', 'analytics_node_hourly', 'node', 'o text, w text, h timestamptz, nd text, ty text', 'organization_id, workflow_id, hour, node_id, type'),
+    ('analytics_daily_shard', 'analytics_daily', 'daily', 'o text, w text, d date, t text, c text', 'organization_id, workflow_id, day, trigger_id, channel'),
+    ('analytics_returns_shard', 'analytics_customer_returns', 'returns', 'o text, w text, c text, d date, since date', 'organization_id, workflow_id, channel, day, since_day')
+  ) v(fn, tbl, tag, params, cols) loop
+    select string_agg(format('%s = %s', col, split_part(param, ' ', 1)), ' and ' order by i), string_agg(split_part(param, ' ', 1), ', ' order by i)
+      into cond, args
+      from unnest(string_to_array(f.cols, ', '), string_to_array(f.params, ', ')) with ordinality k(col, param, i);
+    execute format($fn$create or replace function %1$I(%2$s) returns smallint language plpgsql as $$
 declare
   s smallint;
   taken smallint[];
 begin
-  select shard into s from analytics_hourly
-   where organization_id = o and workflow_id = w and hour = h and trigger_id = t and channel = c
+  select shard into s from %3$I
+   where %4$s
    order by shard limit 1 for update skip locked;
   if found then return s; end if;
-  select array_agg(shard) into taken from analytics_hourly
-   where organization_id = o and workflow_id = w and hour = h and trigger_id = t and channel = c;
-  return analytics_new_shard(concat_ws('/', 'hourly', o, w, h, t, c), taken);
-end $$;
+  select array_agg(shard) into taken from %3$I
+   where %4$s;
+  return analytics_new_shard(concat_ws('/', %5$L, %6$s), taken);
+end $$
+$fn$, f.fn, f.params, f.tbl, cond, f.tag, args);
+  end loop;
+end $template$;
 
-create or replace function analytics_node_shard(o text, w text, h timestamptz, nd text, ty text) returns smallint language plpgsql as $$
+-- Adds counters to the day's row of a key. v[1..15] are the counters; an execution's rows
+-- (analytics_execution_daily) add v[16] = the UTC hour of day of its start, whose slot of
+-- started_by_hour takes v[1], and up to two latency histogram changes: bucket v[17] by v[18],
+-- bucket v[19] by v[20] (a finish's old and new duration). Missing entries add nothing.
+-- The latency histogram change of such a v: bucket v[17] by v[18], bucket v[19] by v[20].
+create or replace function analytics_hist_change(v integer[]) returns integer[] language plpgsql immutable as $$
 declare
-  s smallint;
-  taken smallint[];
+  hist integer[] := '{}';
 begin
-  select shard into s from analytics_node_hourly
-   where organization_id = o and workflow_id = w and hour = h and node_id = nd and type = ty
-   order by shard limit 1 for update skip locked;
-  if found then return s; end if;
-  select array_agg(shard) into taken from analytics_node_hourly
-   where organization_id = o and workflow_id = w and hour = h and node_id = nd and type = ty;
-  return analytics_new_shard(concat_ws('/', 'node', o, w, h, nd, ty), taken);
+  if v[17] is not null and coalesce(v[18], 0) <> 0 then hist[v[17]] := v[18]; end if;
+  if v[19] is not null and coalesce(v[20], 0) <> 0 then hist[v[19]] := coalesce(hist[v[19]], 0) + v[20]; end if;
+  return hist;
 end $$;
 
--- The daily tier (analytics_daily) shards like the hourly one: a day's row is as hot as its hours' rows.
-create or replace function analytics_daily_shard(o text, w text, d date, t text, c text) returns smallint language plpgsql as $$
-declare
-  s smallint;
-  taken smallint[];
-begin
-  select shard into s from analytics_daily
-   where organization_id = o and workflow_id = w and day = d and trigger_id = t and channel = c
-   order by shard limit 1 for update skip locked;
-  if found then return s; end if;
-  select array_agg(shard) into taken from analytics_daily
-   where organization_id = o and workflow_id = w and day = d and trigger_id = t and channel = c;
-  return analytics_new_shard(concat_ws('/', 'daily', o, w, d, t, c), taken);
-end $$;
-
--- Adds counters (the hourly ones but the latency histogram) to the day's row of a key.
 create or replace function analytics_add_daily(o text, w text, d date, t text, c text, v integer[]) returns void language plpgsql as $$
+declare
+  hrs integer[] := '{}';
+  hist integer[] := analytics_hist_change(v);
 begin
+  if v[16] is not null and coalesce(v[1], 0) <> 0 then hrs[v[16]] := v[1]; end if;
   insert into analytics_daily as a (organization_id, workflow_id, day, trigger_id, channel, shard, started, succeeded, failed, cancelled,
                                     timeout_errors, api_errors, validation_errors, duration_sum_ms, messages_in, messages_out,
-                                    rating_sum, rating_count, nps_promoters, nps_detractors, nps_count)
-  values (o, w, d, t, c, analytics_daily_shard(o, w, d, t, c), v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15])
+                                    rating_sum, rating_count, nps_promoters, nps_detractors, nps_count, started_by_hour, latency_hist)
+  values (o, w, d, t, c, analytics_daily_shard(o, w, d, t, c), v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15],
+          hrs, hist)
   on conflict (organization_id, workflow_id, day, trigger_id, channel, shard) do update set
+    -- Most upserts (messages, answers, a finish's start) change neither array: no call then.
+    started_by_hour = case when cardinality(excluded.started_by_hour) = 0 then a.started_by_hour
+                           else analytics_hist_merge(a.started_by_hour, excluded.started_by_hour) end,
+    latency_hist = case when cardinality(excluded.latency_hist) = 0 then a.latency_hist else analytics_hist_merge(a.latency_hist, excluded.latency_hist) end,
     started = a.started + excluded.started, succeeded = a.succeeded + excluded.succeeded, failed = a.failed + excluded.failed,
     cancelled = a.cancelled + excluded.cancelled, timeout_errors = a.timeout_errors + excluded.timeout_errors,
     api_errors = a.api_errors + excluded.api_errors, validation_errors = a.validation_errors + excluded.validation_errors,
@@ -117,17 +158,8 @@ end $$;
 -- channels in a day counts once there). Sharded like the hourly counters.
 create or replace function analytics_count_returning(o text, w text, c text, d date, since date, n integer) returns void language plpgsql as $$
 declare
-  s smallint;
-  taken smallint[];
+  s smallint := analytics_returns_shard(o, w, c, d, since);
 begin
-  select shard into s from analytics_customer_returns
-   where organization_id = o and workflow_id = w and channel = c and day = d and since_day = since
-   order by shard limit 1 for update skip locked;
-  if not found then
-    select array_agg(shard) into taken from analytics_customer_returns
-     where organization_id = o and workflow_id = w and channel = c and day = d and since_day = since;
-    s := analytics_new_shard(concat_ws('/', 'returns', o, w, c, d, since), taken);
-  end if;
   insert into analytics_customer_returns as r (organization_id, workflow_id, channel, day, since_day, shard, customers)
   values (o, w, c, d, since, s, n)
   on conflict (organization_id, workflow_id, channel, day, since_day, shard) do update set customers = r.customers + excluded.customers;
@@ -176,33 +208,38 @@ create or replace function analytics_execution_daily(e executions, s integer, wi
     case when e.status = 'failed' and e.error_type = 'timeout' then s else 0 end,
     case when e.status = 'failed' and e.error_type = 'api_error' then s else 0 end,
     case when e.status = 'failed' and e.error_type = 'validation_error' then s else 0 end,
-    case when e.status in ('success', 'failed') then s * coalesce(e.duration_ms, 0) else 0 end, 0, 0, 0, 0, 0, 0, 0]
+    case when e.status in ('success', 'failed') then s * coalesce(e.duration_ms, 0) else 0 end, 0, 0, 0, 0, 0, 0, 0,
+    extract(hour from e.started_at at time zone 'UTC')::integer,
+    analytics_latency_bucket(e.duration_ms), case when e.status in ('success', 'failed') then s else 0 end]
 $$;
+
+-- A finish within one day's key: the difference of the counters, the hour of day (started does
+-- not change), the old duration's histogram bucket out and the new one in. PL/pgSQL, not SQL:
+-- a SQL function with a FROM cannot be inlined and is planned again at every call (0.8 ms of
+-- every finish), while PL/pgSQL keeps its plans for the session.
+create or replace function analytics_execution_daily_change(old executions, new executions) returns integer[] language plpgsql immutable as $$
+declare
+  o integer[] := analytics_execution_daily(old, -1, false);
+  n integer[] := analytics_execution_daily(new, 1, false);
+  d integer[] := '{}';
+begin
+  for i in 1 .. 15 loop
+    d[i] := o[i] + n[i];
+  end loop;
+  return d || n[16:16] || o[17:18] || n[17:18];
+end $$;
 
 create or replace function analytics_execution_day(e executions) returns date language sql immutable as $$
   select (e.started_at at time zone 'UTC')::date
 $$;
 
-create or replace function analytics_add_execution(e executions, s integer, with_customer boolean) returns void language plpgsql as $$
-declare
-  fin boolean := e.status in ('success', 'failed');
-  h timestamptz := date_trunc('hour', e.started_at, 'UTC');
-  dy date := (e.started_at at time zone 'UTC')::date;
-  tr text := coalesce(e.trigger_id, '');
-  fresh boolean;
+-- Adds an execution's counters to its hour (a key of analytics_hourly): v[1..8] in
+-- analytics_execution_daily's order, and the latency histogram change `hist`.
+create or replace function analytics_add_hourly(o text, w text, h timestamptz, t text, c text, v integer[], hist integer[]) returns void language plpgsql as $$
 begin
   insert into analytics_hourly as a (organization_id, workflow_id, hour, trigger_id, channel, shard, started, succeeded, failed, cancelled,
                                      timeout_errors, api_errors, validation_errors, duration_sum_ms, latency_hist)
-  values (e.organization_id, e.workflow_id, h, tr, e.channel, analytics_hourly_shard(e.organization_id, e.workflow_id, h, tr, e.channel),
-          case when with_customer then s else 0 end,
-          case when e.status = 'success' then s else 0 end,
-          case when e.status = 'failed' then s else 0 end,
-          case when e.status = 'cancelled' then s else 0 end,
-          case when e.status = 'failed' and e.error_type = 'timeout' then s else 0 end,
-          case when e.status = 'failed' and e.error_type = 'api_error' then s else 0 end,
-          case when e.status = 'failed' and e.error_type = 'validation_error' then s else 0 end,
-          case when fin then s * coalesce(e.duration_ms, 0) else 0 end,
-          case when fin then analytics_hist_add('{}', analytics_latency_bucket(e.duration_ms), s) else '{}' end)
+  values (o, w, h, t, c, analytics_hourly_shard(o, w, h, t, c), v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], hist)
   on conflict (organization_id, workflow_id, hour, trigger_id, channel, shard) do update set
     started = a.started + excluded.started,
     succeeded = a.succeeded + excluded.succeeded,
@@ -212,7 +249,21 @@ begin
     api_errors = a.api_errors + excluded.api_errors,
     validation_errors = a.validation_errors + excluded.validation_errors,
     duration_sum_ms = a.duration_sum_ms + excluded.duration_sum_ms,
-    latency_hist = case when fin then analytics_hist_add(a.latency_hist, analytics_latency_bucket(e.duration_ms), s) else a.latency_hist end;
+    latency_hist = case when cardinality(excluded.latency_hist) = 0 then a.latency_hist else analytics_hist_merge(a.latency_hist, excluded.latency_hist) end;
+end $$;
+
+create or replace function analytics_add_execution(e executions, s integer, with_customer boolean) returns void language plpgsql as $$
+declare
+  fin boolean := e.status in ('success', 'failed');
+  h timestamptz := date_trunc('hour', e.started_at, 'UTC');
+  dy date := (e.started_at at time zone 'UTC')::date;
+  tr text := coalesce(e.trigger_id, '');
+  -- The hour's counters are the day's first eight (started .. duration_sum_ms); the hour adds the latency histogram.
+  v integer[] := analytics_execution_daily(e, s, with_customer);
+  fresh boolean;
+begin
+  perform analytics_add_hourly(e.organization_id, e.workflow_id, h, tr, e.channel, v,
+                              case when fin then analytics_hist_add('{}', analytics_latency_bucket(e.duration_ms), s) else '{}' end);
   if with_customer and e.customer_id is not null then
     insert into analytics_customer_days as d (organization_id, workflow_id, day, channel, customer_id, executions)
     values (e.organization_id, e.workflow_id, dy, e.channel, e.customer_id, s)
@@ -221,6 +272,22 @@ begin
     -- xmax = 0: the row was inserted, not updated (the customer's first execution of the day).
     if fresh then perform analytics_customer_day_added(e.organization_id, e.workflow_id, e.channel, e.customer_id, dy); end if;
   end if;
+end $$;
+
+-- A change of an execution (its finish) that keeps its hour's key: one upsert of the
+-- difference into the hour (the day's first eight counters and the histogram change) and one
+-- into the day, instead of taking the old row out and putting the new one in, tier by tier.
+create or replace function analytics_change_execution(old executions, new executions) returns void language plpgsql as $$
+declare
+  h timestamptz := date_trunc('hour', new.started_at, 'UTC');
+  tr text := coalesce(new.trigger_id, '');
+  v integer[] := analytics_execution_daily_change(old, new);
+  hist integer[] := analytics_hist_change(v);
+begin
+  -- Queued to running changes no counter: nothing to write.
+  if v[1:8] = '{0,0,0,0,0,0,0,0}' and cardinality(hist) = 0 then return; end if;
+  perform analytics_add_hourly(new.organization_id, new.workflow_id, h, tr, new.channel, v, hist);
+  perform analytics_add_daily(new.organization_id, new.workflow_id, analytics_execution_day(new), tr, new.channel, v);
 end $$;
 
 create or replace function analytics_add_message(m messages, s integer, with_customer boolean) returns void language plpgsql as $$
@@ -256,13 +323,17 @@ begin
     perform analytics_add_execution(new, 1, true);
     perform analytics_add_daily(new.organization_id, new.workflow_id, analytics_execution_day(new), coalesce(new.trigger_id, ''), new.channel,
                                 analytics_execution_daily(new, 1, true));
+  elsif (old.organization_id, old.workflow_id, date_trunc('hour', old.started_at, 'UTC'), old.trigger_id, old.channel)
+        is not distinct from (new.organization_id, new.workflow_id, date_trunc('hour', new.started_at, 'UTC'), new.trigger_id, new.channel) then
+    -- A finish: nothing of the key changes (only a backfill or a repair moves an execution).
+    perform analytics_change_execution(old, new);
   else
     perform analytics_add_execution(old, -1, false);
     perform analytics_add_execution(new, 1, false);
     if (old.organization_id, old.workflow_id, analytics_execution_day(old), coalesce(old.trigger_id, ''), old.channel)
        is not distinct from (new.organization_id, new.workflow_id, analytics_execution_day(new), coalesce(new.trigger_id, ''), new.channel) then
       perform analytics_add_daily(new.organization_id, new.workflow_id, analytics_execution_day(new), coalesce(new.trigger_id, ''), new.channel,
-                                  array(select x + y from unnest(analytics_execution_daily(old, -1, false), analytics_execution_daily(new, 1, false)) d(x, y)));
+                                  analytics_execution_daily_change(old, new));
     else
       perform analytics_add_daily(old.organization_id, old.workflow_id, analytics_execution_day(old), coalesce(old.trigger_id, ''), old.channel,
                                   analytics_execution_daily(old, -1, false));
@@ -346,6 +417,28 @@ begin
   return null;
 end $$;
 
+-- Sets analytics_daily's started_by_hour and latency_hist from analytics_hourly (every key and day
+-- with hourly rows has a daily row): on the key's first shard, the other shards emptied. The
+-- rebuild's last step for the daily tier, and the backfill of those two columns.
+create or replace function analytics_daily_hours_fill() returns void language plpgsql as $$
+begin
+  update analytics_daily set started_by_hour = '{}', latency_hist = '{}' where cardinality(started_by_hour) > 0 or cardinality(latency_hist) > 0;
+  update analytics_daily a set started_by_hour = x.hrs, latency_hist = x.hist
+    from (select k.organization_id, k.workflow_id, k.day, k.trigger_id, k.channel, k.hrs, coalesce(l.hist, '{}') as hist
+            from (select organization_id, workflow_id, (hour at time zone 'UTC')::date as day, trigger_id, channel,
+                         analytics_hist_weighted(array_agg(extract(hour from hour at time zone 'UTC')::integer), array_agg(started)) as hrs
+                    from analytics_hourly group by 1, 2, 3, 4, 5) k
+            left join (select h.organization_id, h.workflow_id, (h.hour at time zone 'UTC')::date as day, h.trigger_id, h.channel,
+                              analytics_hist_weighted(array_agg(b), array_agg(h.latency_hist[b])) as hist
+                         from analytics_hourly h cross join lateral generate_subscripts(h.latency_hist, 1) b
+                        group by 1, 2, 3, 4, 5) l
+              on (l.organization_id, l.workflow_id, l.day, l.trigger_id, l.channel) = (k.organization_id, k.workflow_id, k.day, k.trigger_id, k.channel)) x
+   where a.organization_id = x.organization_id and a.workflow_id = x.workflow_id and a.day = x.day and a.trigger_id = x.trigger_id
+     and a.channel = x.channel
+     and a.shard = (select min(shard) from analytics_daily f where f.organization_id = x.organization_id and f.workflow_id = x.workflow_id
+                      and f.day = x.day and f.trigger_id = x.trigger_id and f.channel = x.channel);
+end $$;
+
 -- Recomputes every rollup from the facts (backfill; bulk loads that bypass the triggers).
 create or replace function analytics_rebuild() returns void language plpgsql as $$
 begin
@@ -385,6 +478,11 @@ begin
          sum(cancelled), sum(timeout_errors), sum(api_errors), sum(validation_errors), sum(duration_sum_ms), sum(messages_in),
          sum(messages_out), sum(rating_sum), sum(rating_count), sum(nps_promoters), sum(nps_detractors), sum(nps_count)
     from analytics_hourly group by 1, 2, 3, 4, 5;
+  -- An older migration's rebuild (on a database being migrated) runs this body before
+  -- Migration20261222000200 adds these columns; that migration fills them itself.
+  if exists (select 1 from pg_attribute where attrelid = 'analytics_daily'::regclass and attname = 'started_by_hour' and not attisdropped) then
+    perform analytics_daily_hours_fill();
+  end if;
   insert into analytics_customer_returns (organization_id, workflow_id, channel, day, since_day, customers)
   select organization_id, workflow_id, channel, day, coalesce(since, '-infinity'), count(*)
     from (select organization_id, workflow_id, channel, day,

@@ -115,7 +115,14 @@ export const PerformanceOut = z.object({
     }),
     error_rate: z.object({
       overall: z.number().describe('failed / finished, 0–1'),
-      by_error_type: z.object({ timeout: z.number(), api_error: z.number(), validation_error: z.number() }).describe('Each a share of finished executions'),
+      by_error_type: z
+        .object({
+          timeout: z.number(),
+          api_error: z.number(),
+          validation_error: z.number(),
+          window_closed: z.number().openapi({ description: "Failed on a closed 24-hour customer service window (customer_service_window_closed); not counted in api_error" }),
+        })
+        .describe('Each a share of finished executions'),
     }),
     node_performance: z
       .array(
@@ -148,10 +155,11 @@ export const EngagementOut = z.object({
     active_customers: z.number().int().describe('Customers with an inbound message in the period'),
     new_customers: z.number().int().describe('Active customers whose first inbound message is in the period'),
     returning_customers: z.number().int().describe('Active customers first seen before the period'),
-    average_session_duration: z.number().describe('Seconds from the first to the last message of a session (messages ≤ 30 min apart on one channel)'),
+    average_session_duration: z.number().describe('Seconds from the first to the last message of a session (messages ≤ 30 min apart on one channel); a phone call is one session lasting its CallDuration'),
     average_messages_per_session: z.number(),
     customer_satisfaction: z.number().nullable(),
     net_promoter_score: z.number().nullable(),
+    handoff_rate: z.number().describe('Share of the active customers handed to a person (a handoff started in the period: POST /v1/customers/{id}/handoff or `fallback: "handoff"`), 0 to 1'),
     engagement_by_channel: z.record(
       z.string(),
       z.object({ customers: z.number().int(), average_session_duration: z.number().describe('seconds'), satisfaction: z.number().nullable() }),

@@ -48,21 +48,34 @@ export async function engagement(em: EntityManager, organizationId: string, q: z
          from customers c where c.organization_id = ? and c.first_seen_at < ?${channelFilter}${restrict}`,
       [p.start, ...active.ids.params, organizationId, p.end, ...(q.channel ? [q.channel] : []), ...(segment?.params ?? [])],
     );
-    // Sessions: messages of one customer on one channel, both directions, gaps of at most 30 minutes.
+    // Sessions: messages of one customer on one channel, both directions, gaps of at most 30 minutes;
+    // a phone call's messages are one session of their own, lasting the call's CallDuration once Twilio sent it.
     const sessions = await em.execute<Array<{ channel: string; sessions: number; seconds: number; messages: number }>>(
-      `with m as (
-         select m.customer_id, m.channel, m.created_at,
-                case when m.created_at - lag(m.created_at) over w > interval '${SESSION_GAP}' or lag(m.created_at) over w is null then 1 else 0 end as starts
+      `with c as (
+         select m.customer_id, m.channel, m.created_at, case when m.channel = 'voice' then coalesce(m.metadata ->> 'call_sid', vc.call_sid) end as call_sid
            from messages m
-          where m.organization_id = ? and m.created_at >= ? and m.created_at < ?${q.channel ? ' and m.channel = ?' : ''}${segment ? ` and m.customer_id in (${segment.sql})` : ''}
-         window w as (partition by m.customer_id, m.channel order by m.created_at)),
-       s as (select customer_id, channel, created_at, sum(starts) over (partition by customer_id, channel order by created_at) as n from m),
-       t as (select channel, extract(epoch from max(created_at) - min(created_at)) as seconds, count(*) as messages from s group by customer_id, channel, n)
-       select channel, count(*)::int as sessions, sum(seconds)::float8 as seconds, sum(messages)::int as messages from t group by channel`,
-      [organizationId, p.start, p.end, ...(q.channel ? [q.channel] : []), ...(segment?.params ?? [])],
+           left join voice_calls vc on m.channel = 'voice' and vc.execution_id = m.execution_id
+          where m.organization_id = ? and m.created_at >= ? and m.created_at < ?${q.channel ? ' and m.channel = ?' : ''}${segment ? ` and m.customer_id in (${segment.sql})` : ''}),
+       m as (
+         select customer_id, channel, created_at, call_sid,
+                case when lag(created_at) over w is null or (call_sid is null and created_at - lag(created_at) over w > interval '${SESSION_GAP}') then 1 else 0 end as starts
+           from c
+         window w as (partition by customer_id, channel, call_sid order by created_at)),
+       s as (select customer_id, channel, created_at, call_sid, sum(starts) over (partition by customer_id, channel, call_sid order by created_at) as n from m),
+       t as (select channel, call_sid, extract(epoch from max(created_at) - min(created_at)) as seconds, count(*) as messages from s group by customer_id, channel, call_sid, n)
+       select t.channel, count(*)::int as sessions, sum(coalesce(vc.duration_seconds, t.seconds))::float8 as seconds, sum(t.messages)::int as messages
+         from t left join voice_calls vc on vc.call_sid = t.call_sid and vc.organization_id = ?
+        group by t.channel`,
+      [organizationId, p.start, p.end, ...(q.channel ? [q.channel] : []), ...(segment?.params ?? []), organizationId],
     );
     const scores = await satisfactionByChannel(em, organizationId, p, q.channel, segment);
-    return { active, counts: counts ?? { total: 0, fresh: 0 }, sessions, scores };
+    // Active customers handed to a person (docs/handoff.md) by a handoff started in the period.
+    const [handed] = await em.execute<Array<{ n: number }>>(
+      `select count(distinct h.customer_id)::int as n from customer_handoffs h
+        where h.organization_id = ? and h.started_at >= ? and h.started_at < ? and h.customer_id in (${active.ids.sql})`,
+      [organizationId, p.start, p.end, ...active.ids.params],
+    );
+    return { active, counts: counts ?? { total: 0, fresh: 0 }, sessions, scores, handedOff: handed?.n ?? 0 };
   };
   const [cur, prev] = await Promise.all([one(period), one(prevPeriod)]);
   const sessionCount = cur.sessions.reduce((s, r) => s + r.sessions, 0);
@@ -80,6 +93,7 @@ export async function engagement(em: EntityManager, organizationId: string, q: z
       average_messages_per_session: sessionCount === 0 ? 0 : round2(cur.sessions.reduce((s, r) => s + r.messages, 0) / sessionCount),
       customer_satisfaction: allScores ? customerSatisfaction(allScores) : null,
       net_promoter_score: allScores ? netPromoterScore(allScores) : null,
+      handoff_rate: cur.active.total === 0 ? 0 : Math.round((cur.handedOff / cur.active.total) * 10_000) / 10_000,
       engagement_by_channel: Object.fromEntries(
         [...channels].sort().map((ch) => {
           const s = cur.sessions.find((r) => r.channel === ch);

@@ -13,12 +13,15 @@ import type { JourneyQuery } from './analytics.schemas';
 const CONVERSATION_STEPS = ['message_received', 'execution_started', 'first_reply_sent', 'input_collected', 'completed'] as const;
 
 /**
- * Why a journey stopped, from its execution (or the lack of one). A failure says its failed
+ * Why a journey stopped, from its execution (or the lack of one). `handed_off`: a handoff
+ * ended its execution, or its message came while the customer was handed off. A failure says its failed
  * step's own error type when it has one (a channel's: `customer_service_window_closed`,
  * `channel_unauthorized`, ...), which is more than the execution's `api_error`.
  */
-const REASON_SQL = `case
+const reasonSql = (handedOffMessage = 'false') => `case
+  when x.id is null and ${handedOffMessage} then 'handed_off'
   when x.id is null then 'no workflow matched'
+  when x.status = 'cancelled' and x.output ->> 'next_action' = 'handed_off' then 'handed_off'
   when x.status = 'cancelled' then 'cancelled'
   when x.status = 'failed' and x.error_type = 'timeout' and x.channel = 'voice'
    and exists (select 1 from execution_steps hs where hs.execution_id = x.id and hs.error_type = 'caller_hung_up') then 'caller_hung_up'
@@ -28,6 +31,10 @@ const REASON_SQL = `case
     x.error_type, 'failed')
   when x.status = 'running' then 'still running'
   else 'completed' end`;
+const REASON_SQL = reasonSql();
+/** A conversation-opening message that started nothing because its customer was handed to a person (docs/handoff.md). */
+const MESSAGE_HANDED_OFF = `exists (select 1 from customer_handoffs h
+   where h.customer_id = m.customer_id and h.started_at <= m.created_at and coalesce(h.ended_at, h.until) > m.created_at)`;
 
 export async function journey(em: EntityManager, organizationId: string, q: z.output<typeof JourneyQuery>) {
   const period = resolvePeriod(q.start_date, q.end_date);
@@ -58,7 +65,7 @@ export async function journey(em: EntityManager, organizationId: string, q: z.ou
     names = [...CONVERSATION_STEPS];
     // Journeys start with a customer's conversation-opening message (not a form reply) and follow the first execution it started.
     const raw = await em.execute<Array<{ reason: string; t2: number | null; t3: number | null; t4: number | null; t5: number | null }>>(
-      `select ${REASON_SQL} as reason,
+      `select ${reasonSql(MESSAGE_HANDED_OFF)} as reason,
               extract(epoch from x.started_at - m.created_at) * 1000 as t2,
               extract(epoch from o.created_at - m.created_at) * 1000 as t3,
               extract(epoch from coalesce(r.created_at, case when x.status = 'success' then x.completed_at end) - m.created_at) * 1000 as t4,

@@ -18,8 +18,8 @@ import {
   workflowMetricsOf,
   type WorkflowMetricsValues,
 } from '../metrics/analytics-metrics';
-import { type Granularity, resolvePeriod, successRatio } from '../metrics/execution-metrics';
-import { periodOut, requireWorkflow } from './analytics.common';
+import { type Granularity, successRatio } from '../metrics/execution-metrics';
+import { periodOut, requireWorkflow, workflowPeriod } from './analytics.common';
 import type { WorkflowAnalyticsQuery } from './analytics.schemas';
 
 function pickMetrics(all: WorkflowMetricsValues, names?: string[]): Partial<WorkflowMetricsValues> {
@@ -28,11 +28,16 @@ function pickMetrics(all: WorkflowMetricsValues, names?: string[]): Partial<Work
 }
 
 export async function workflowAnalytics(em: EntityManager, organizationId: string, workflowId: string, q: z.output<typeof WorkflowAnalyticsQuery>) {
-  await requireWorkflow(em, organizationId, workflowId);
-  const period = resolvePeriod(q.start_date, q.end_date);
+  const period = await workflowPeriod(em, organizationId, workflowId, q.start_date, q.end_date);
   const granularity: Granularity = q.granularity;
   const scope: Scope = { organizationId, workflowId };
-  const [current, prev] = await Promise.all([workflowMetricsOf(em, scope, period, granularity), sumCounters(em, scope, previousPeriod(period)).then(totalOf)]);
+  // The workflow is looked up alongside the reads (one round trip less): they are scoped to
+  // the organization, so an unknown or foreign workflow reads nothing and answers 404.
+  const [, current, prev] = await Promise.all([
+    requireWorkflow(em, organizationId, workflowId),
+    workflowMetricsOf(em, scope, period, granularity),
+    sumCounters(em, scope, previousPeriod(period)).then(totalOf),
+  ]);
   const total = current.counters;
   const result: Record<string, unknown> = {
     workflow_id: workflowId,

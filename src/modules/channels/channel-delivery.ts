@@ -16,7 +16,7 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ChannelErrorTypes } from '../../../temporal/failure-types';
-import type { MessageTemplateSpec } from '../../../temporal/executions.shared';
+import type { MessageTemplateSpec, PromptChoices } from '../../../temporal/executions.shared';
 import type { Services } from '../../services';
 import { ChannelRejectedError } from '../executions/channel-adapter';
 import type { ExecutionContext } from '../executions/execution.recorder';
@@ -24,13 +24,16 @@ import { ChannelConnection } from './channel.entity';
 import { ChannelService } from './channel.service';
 import { GraphError, sendInstagram, sendWhatsApp } from './meta-graph';
 import { customerServiceWindowMsOf } from '../../config';
-import { inboundConnectionOf, recipientOf, recordSent } from './message-status.writes';
+import { inboundConnectionSql, recipientOf, recordSent } from './message-status.writes';
 
 export interface ChannelSend {
   dedupeKey: string;
-  nodeId: string;
+  /** The execution's node that sends it (null: an agent message). */
+  nodeId: string | null;
   text: string;
   template?: MessageTemplateSpec;
+  /** A scored form field's answers: sent as a WhatsApp interactive list inside the window. */
+  choices?: PromptChoices;
 }
 
 /**
@@ -42,9 +45,33 @@ export interface ChannelSendReceipt {
   windowClosesAt?: number;
 }
 
+/** Who a send is for: an execution's context, or an agent message's (no execution). */
+export type SendTarget = Pick<ExecutionContext, 'organizationId' | 'customerId'> & { executionId: string | null };
+
+/** Where a customer stands on a connection before a send (`checkSendable`). */
+export interface SendCheck {
+  /** The customer's id on the channel. */
+  to: string;
+  last: Date | undefined;
+  /** Inside the 24-hour window (always true for connections without one: `http`). */
+  open: boolean;
+}
+
+/** The connection types a text can be sent through (a voice connection speaks in a call's TwiML, not here). */
+const MESSAGING_TYPES: ReadonlySet<string> = new Set(['whatsapp_cloud', 'instagram', 'http']);
+
 const rejected = (type: string, message: string, status = 0) => new ChannelRejectedError(status, message, type);
 
+/** The recipient columns connectionFor reads beside each connection. */
+interface RecipientColumns {
+  recipient_external_id: string | null;
+  recipient_last_inbound_at: Date | null;
+}
+
 export class ChannelDelivery {
+  /** The customer's id and window on a connection, as connectionFor read them for the send that follows (this delivery is per activity). */
+  private readonly recipients = new WeakMap<ChannelConnection, { external_id: string; last_inbound_at: Date | null }>();
+
   constructor(private readonly services: Services) {}
 
   private em() {
@@ -58,11 +85,27 @@ export class ChannelDelivery {
    */
   async connectionFor(ctx: ExecutionContext): Promise<ChannelConnection | undefined> {
     const em = this.em();
-    // One read for an organization without connections (the common case in development).
-    const all = await em.find(ChannelConnection, { organizationId: ctx.organizationId, deletedAt: null });
-    if (all.length === 0) return undefined;
+    // One read: the organization's connections, each row carrying the one the execution's
+    // message came through and where the customer stands on it (`Recipient`, for the send's
+    // check). These were three round trips in every send's path before the provider call.
+    const rows = await em.getConnection().execute<Array<Record<string, unknown> & RecipientColumns & { inbound_connection_id: string | null }>>(
+      `select c.*, (${inboundConnectionSql}) as inbound_connection_id,
+              cu.external_id as recipient_external_id, w.last_inbound_at as recipient_last_inbound_at
+         from channel_connections c
+         left join customers cu on cu.id = ?
+         left join channel_customer_windows w on w.connection_id = c.id and w.external_id = cu.external_id
+        where c.organization_id = ? and c.deleted_at is null`,
+      [ctx.executionId, ctx.customerId, ctx.organizationId],
+    );
+    if (rows.length === 0) return undefined;
+    const all = rows.map((row) => {
+      const { inbound_connection_id: _inbound, recipient_external_id, recipient_last_inbound_at, ...columns } = row;
+      const c = em.map(ChannelConnection, columns);
+      if (recipient_external_id !== null) this.recipients.set(c, { external_id: recipient_external_id, last_inbound_at: recipient_last_inbound_at });
+      return c;
+    });
     const byId = (id: string) => all.find((c) => c.id === id);
-    const inbound = await inboundConnectionOf(em, ctx.executionId);
+    const inbound = rows[0]!.inbound_connection_id;
     const viaInbound = inbound ? byId(inbound) : undefined;
     if (viaInbound) return viaInbound;
     const [wf] = await em.getConnection().execute<Array<{ channel_connection_id: string | null }>>('select channel_connection_id from workflows where id = ?', [ctx.workflowId]);
@@ -81,25 +124,62 @@ export class ChannelDelivery {
     );
   }
 
-  /** Sends `msg` to the execution's customer through `c`; keeps the provider's message id. */
-  async send(c: ChannelConnection, ctx: ExecutionContext, msg: ChannelSend): Promise<ChannelSendReceipt> {
-    if (c.status === 'unauthorized') throw rejected(ChannelErrorTypes.unauthorized, `channel connection ${c.id} is unauthorized: give it a new access token`);
-    if (c.status === 'disabled') throw rejected(ChannelErrorTypes.disabled, `channel connection ${c.id} is disabled`);
+  /**
+   * The connection a person's message to a customer goes through (no execution to follow):
+   * the one of the customer's channel they last wrote through, otherwise the organization's
+   * only active one of that channel; undefined when the organization has no connection at all
+   * (the development default applies). Throws `channel_not_connected` otherwise.
+   */
+  async connectionForCustomer(organizationId: string, customer: { channel: string; externalId: string }): Promise<ChannelConnection | undefined> {
     const em = this.em();
-    // The recipient and where their window stands, in one read.
-    const [customer] = ctx.customerId ? await recipientOf(em, c.id, ctx.customerId) : [];
-    if (!customer) throw rejected(ChannelErrorTypes.undeliverable, 'the execution has no customer to send to');
-    const svc = new ChannelService(em, this.services.config);
-    const last = customer.last_inbound_at ? new Date(customer.last_inbound_at) : undefined;
-    const windowMs = customerServiceWindowMsOf(this.services.config);
-    const open = last !== undefined && Date.now() - last.getTime() < windowMs;
-    const providerMessageId =
-      c.type === 'http' ? await this.sendHttp(c, svc, ctx, msg, customer.external_id) : await this.sendMeta(c, svc, msg, customer.external_id, last, open);
-    if (providerMessageId) await recordSent(em, { organizationId: ctx.organizationId, connectionId: c.id, dedupeKey: msg.dedupeKey, providerMessageId });
-    return c.type !== 'http' && open ? { windowClosesAt: last!.getTime() + windowMs } : {};
+    const all = await em.find(ChannelConnection, { organizationId, deletedAt: null });
+    if (all.length === 0) return undefined;
+    const ofChannel = all.filter((c) => c.channel === customer.channel && MESSAGING_TYPES.has(c.type));
+    if (ofChannel.length > 0) {
+      const [latest] = await em.getConnection().execute<Array<{ connection_id: string }>>(
+        `select connection_id from channel_customer_windows where external_id = ? and connection_id in (${ofChannel.map(() => '?').join(', ')})
+          order by last_inbound_at desc limit 1`,
+        [customer.externalId, ...ofChannel.map((c) => c.id)],
+      );
+      const wroteThrough = ofChannel.find((c) => c.id === latest?.connection_id);
+      if (wroteThrough) return wroteThrough;
+    }
+    const active = ofChannel.filter((c) => c.status === 'active');
+    if (active.length === 1) return active[0];
+    throw rejected(
+      ChannelErrorTypes.notConnected,
+      active.length === 0 ? `no active ${customer.channel} connection in this organization` : `${active.length} active ${customer.channel} connections and the customer never wrote through one`,
+    );
   }
 
-  private async sendMeta(c: ChannelConnection, svc: ChannelService, msg: ChannelSend, to: string, last: Date | undefined, open: boolean): Promise<string> {
+  /**
+   * What a send through `c` to the customer needs settled first: the connection usable, the
+   * customer known, and where their 24-hour window stands. Throws the step's error type
+   * otherwise (a closed window only matters without a template, which the caller decides).
+   */
+  async checkSendable(c: ChannelConnection, customerId: string | null): Promise<SendCheck> {
+    if (c.status === 'unauthorized') throw rejected(ChannelErrorTypes.unauthorized, `channel connection ${c.id} is unauthorized: give it a new access token`);
+    if (c.status === 'disabled') throw rejected(ChannelErrorTypes.disabled, `channel connection ${c.id} is disabled`);
+    // The recipient and where their window stands: read with the connection by connectionFor, or in one read here.
+    const known = this.recipients.get(c);
+    const [customer] = known ? [known] : customerId ? await recipientOf(this.em(), c.id, customerId) : [];
+    if (!customer) throw rejected(ChannelErrorTypes.undeliverable, 'there is no customer to send to');
+    const last = customer.last_inbound_at ? new Date(customer.last_inbound_at) : undefined;
+    const open = c.type === 'http' || (last !== undefined && Date.now() - last.getTime() < customerServiceWindowMsOf(this.services.config));
+    return { to: customer.external_id, last, open };
+  }
+
+  /** Sends `msg` to the target's customer through `c`; keeps the provider's message id. */
+  async send(c: ChannelConnection, ctx: SendTarget, msg: ChannelSend): Promise<ChannelSendReceipt> {
+    const check = await this.checkSendable(c, ctx.customerId);
+    const em = this.em();
+    const svc = new ChannelService(em, this.services.config);
+    const providerMessageId = c.type === 'http' ? await this.sendHttp(c, svc, ctx, msg, check.to) : await this.sendMeta(c, svc, msg, check);
+    if (providerMessageId) await recordSent(em, { organizationId: ctx.organizationId, connectionId: c.id, dedupeKey: msg.dedupeKey, providerMessageId });
+    return c.type !== 'http' && check.open ? { windowClosesAt: check.last!.getTime() + customerServiceWindowMsOf(this.services.config) } : {};
+  }
+
+  private async sendMeta(c: ChannelConnection, svc: ChannelService, msg: ChannelSend, { to, last, open }: SendCheck): Promise<string> {
     const template = c.type === 'whatsapp_cloud' ? msg.template : undefined;
     if (!open && !template) {
       throw rejected(
@@ -110,7 +190,8 @@ export class ChannelDelivery {
     const call = { baseUrl: this.services.config.META_GRAPH_API_URL, accessToken: svc.openSecret(c, 'access_token') ?? '', timeoutMs: this.services.config.CHANNEL_PROVIDER_TIMEOUT_MS };
     try {
       if (c.type === 'instagram') return await sendInstagram(call, c.config.instagram_account_id!, to, msg.text);
-      return await sendWhatsApp(call, c.config.phone_number_id!, to, open ? { text: msg.text } : { template: template! });
+      if (!open) return await sendWhatsApp(call, c.config.phone_number_id!, to, { template: template! });
+      return await sendWhatsApp(call, c.config.phone_number_id!, to, msg.choices ? { text: msg.text, list: msg.choices } : { text: msg.text });
     } catch (err) {
       if (!(err instanceof GraphError)) throw err;
       switch (err.kind) {
@@ -130,7 +211,7 @@ export class ChannelDelivery {
   }
 
   /** The generic adapter, per organization: the body of CHANNEL_PROVIDER_URL's, with the connection's secret as a Bearer token. */
-  private async sendHttp(c: ChannelConnection, svc: ChannelService, ctx: ExecutionContext, msg: ChannelSend, to: string): Promise<string | undefined> {
+  private async sendHttp(c: ChannelConnection, svc: ChannelService, ctx: SendTarget, msg: ChannelSend, to: string): Promise<string | undefined> {
     const secret = svc.openSecret(c, 'secret');
     const res = await fetch(c.config.url!, {
       method: 'POST',

@@ -40,15 +40,11 @@ export async function recipientOf(em: Sql, connectionId: string, customerId: str
   );
 }
 
-/** The connection the execution's starting message came through (set by the hook receiver in the message's metadata). */
-export async function inboundConnectionOf(em: Sql, executionId: string): Promise<string | undefined> {
-  const [row] = await run<{ connection_id: string | null }>(
-    em,
-    `select m.metadata->>'channel_connection_id' as connection_id from executions e join messages m on m.id = e.message_id where e.id = ?`,
-    [executionId],
-  );
-  return row?.connection_id ?? undefined;
-}
+/**
+ * The connection the execution's starting message came through (set by the hook receiver in
+ * the message's metadata), as a scalar subquery with one knex binding, the execution id.
+ */
+export const inboundConnectionSql = `select m.metadata->>'channel_connection_id' from executions e join messages m on m.id = e.message_id where e.id = ?`;
 
 /** Records an outbound message the provider accepted (an activity retry that sent nothing new changes nothing). */
 export async function recordSent(em: Sql, d: { organizationId: string; connectionId: string; dedupeKey: string; providerMessageId: string }): Promise<void> {

@@ -6,9 +6,11 @@
 import { EntitySchema, OptionalProps } from '@mikro-orm/core';
 
 export type MessageDirection = 'inbound' | 'outbound';
+/** Who wrote a message: stored only for `agent` (a person, POST /v1/customers/{id}/messages); null reads as `customer` inbound, `bot` outbound. */
+export type MessageSender = 'customer' | 'bot' | 'agent';
 
 export class ConversationMessage {
-  [OptionalProps]?: 'metadata' | 'executionId' | 'nodeId' | 'dedupeKey' | 'language' | 'deliveredAt' | 'replyToWait' | 'createdAt';
+  [OptionalProps]?: 'metadata' | 'executionId' | 'nodeId' | 'dedupeKey' | 'language' | 'deliveredAt' | 'replyToWait' | 'createdAt' | 'sender' | 'sentAt' | 'sendError';
   id!: string;
   organizationId!: string;
   customerId!: string;
@@ -23,8 +25,16 @@ export class ConversationMessage {
   deliveredAt: Date | null = null;
   /** For an inbound reply: the form wait (prompt dedupe key) it claimed. */
   replyToWait: string | null = null;
+  /** Stored only for `agent` (senderOf reads the others from the direction). */
+  sender: 'agent' | null = null;
+  /** An agent message: when the provider accepted it. */
+  sentAt: Date | null = null;
+  /** An agent message: the final refusal of its send (`{type, message}`). */
+  sendError: { type: string; message: string } | null = null;
   createdAt: Date = new Date();
 }
+
+export const senderOf = (m: Pick<ConversationMessage, 'sender' | 'direction'>): MessageSender => m.sender ?? (m.direction === 'inbound' ? 'customer' : 'bot');
 
 export const ConversationMessageSchema = new EntitySchema<ConversationMessage>({
   class: ConversationMessage,
@@ -43,6 +53,9 @@ export const ConversationMessageSchema = new EntitySchema<ConversationMessage>({
     language: { type: 'string', nullable: true },
     deliveredAt: { type: 'Date', fieldName: 'delivered_at', nullable: true },
     replyToWait: { type: 'string', fieldName: 'reply_to_wait', nullable: true },
+    sender: { type: 'string', nullable: true },
+    sentAt: { type: 'Date', fieldName: 'sent_at', nullable: true },
+    sendError: { type: 'json', fieldName: 'send_error', nullable: true },
     createdAt: { type: 'Date', fieldName: 'created_at' },
   },
 });

@@ -3,15 +3,16 @@ import { paginate, PaginationOut } from '../../http/pagination';
 import { type AnyRoute, defineRoute } from '../../http/route';
 import { z } from '../../http/zod';
 import type { Services } from '../../services';
-import type { ConversationMessage } from '../conversations/message.entity';
+import { type ConversationMessage, senderOf } from '../conversations/message.entity';
 import type { Customer } from './customer.entity';
 import { CustomerListQuery, CustomerOut, CustomerParams, CustomerUpdateIn, TranscriptMessageOut, TranscriptQuery } from './customer.schemas';
 import { CustomerService } from './customer.service';
+import { currentHandoff, currentHandoffs, type HandoffView } from './handoff.service';
 import { type DeliveryRecord, deliveriesOf } from '../channels/message-status.writes';
 
 const CUSTOMER_NOT_FOUND: [number, string] = [404, 'CUSTOMER_NOT_FOUND'];
 
-export function toCustomerOut(c: Customer): z.output<typeof CustomerOut> {
+export function toCustomerOut(c: Customer, handoff: HandoffView | null): z.output<typeof CustomerOut> {
   return {
     id: c.id,
     channel: c.channel,
@@ -23,15 +24,29 @@ export function toCustomerOut(c: Customer): z.output<typeof CustomerOut> {
     last_message_at: c.lastMessageAt?.toISOString() ?? null,
     created_at: c.createdAt.toISOString(),
     updated_at: c.updatedAt.toISOString(),
+    handoff,
   };
 }
 
-function toMessageOut(m: ConversationMessage, delivery: DeliveryRecord | undefined): z.output<typeof TranscriptMessageOut> {
+/**
+ * What the transcript says of a message's delivery: the provider's report (a Meta
+ * connection's statuses) when there is one; for an agent message without one, how its send
+ * stands (`pending` until it ends, `sent`, or `failed` with its refusal).
+ */
+function deliveryOf(m: ConversationMessage, delivery: DeliveryRecord | undefined): (Omit<DeliveryRecord, 'delivery_status'> & { delivery_status: DeliveryRecord['delivery_status'] | 'pending' }) | undefined {
+  if (delivery || m.sender !== 'agent') return delivery;
+  if (m.sendError) return { delivery_status: 'failed', delivered_at: null, read_at: null, error: { code: null, title: m.sendError.type, message: m.sendError.message } };
+  return { delivery_status: m.sentAt ? 'sent' : 'pending', delivered_at: null, read_at: null, error: null };
+}
+
+export function toMessageOut(m: ConversationMessage, record: DeliveryRecord | undefined): z.output<typeof TranscriptMessageOut> {
+  const delivery = deliveryOf(m, record);
   return {
     id: m.id,
     customer_id: m.customerId,
     channel: m.channel,
     direction: m.direction,
+    sender: senderOf(m),
     text: m.text,
     metadata: m.metadata,
     execution_id: m.executionId,
@@ -61,7 +76,8 @@ export function customerRoutes(services: Services): AnyRoute[] {
       async handler({ query, credential }) {
         const { page, limit, ...filter } = query;
         const { items, total } = await svc().list(credential.organizationId, filter, { page, limit });
-        return paginate(items.map(toCustomerOut), { page, limit }, total);
+        const handoffs = await currentHandoffs(services.orm.em.fork(), items.map((c) => c.id));
+        return paginate(items.map((c) => toCustomerOut(c, handoffs.get(c.id) ?? null)), { page, limit }, total);
       },
     }),
     defineRoute({
@@ -76,7 +92,8 @@ export function customerRoutes(services: Services): AnyRoute[] {
       response: z.object({ data: CustomerOut }),
       errors: [CUSTOMER_NOT_FOUND],
       async handler({ params, credential }) {
-        return { data: toCustomerOut(await svc().get(credential.organizationId, params.customer_id)) };
+        const c = await svc().get(credential.organizationId, params.customer_id);
+        return { data: toCustomerOut(c, await currentHandoff(services.orm.em.fork(), c.id)) };
       },
     }),
     defineRoute({
@@ -92,7 +109,8 @@ export function customerRoutes(services: Services): AnyRoute[] {
       response: z.object({ data: CustomerOut }),
       errors: [CUSTOMER_NOT_FOUND],
       async handler({ params, body, credential }) {
-        return { data: toCustomerOut(await svc().update(credential.organizationId, params.customer_id, body)) };
+        const c = await svc().update(credential.organizationId, params.customer_id, body);
+        return { data: toCustomerOut(c, await currentHandoff(services.orm.em.fork(), c.id)) };
       },
     }),
     defineRoute({

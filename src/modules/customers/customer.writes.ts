@@ -27,20 +27,23 @@ export const insertInboundCustomerCte = (p: InboundCustomerSql, skip: string) =>
      insert into customers (id, organization_id, channel, external_id, name, message_count, last_message_at)
      select ${p.customerId}, ${p.organizationId}, ${p.channel}, ${p.externalId}, ${p.name}, 1, now() where not ${skip}
      on conflict (organization_id, channel, external_id) do nothing
-     returning id, true as created, null::text as old_name
+     returning id, true as created, null::text as old_name, false as raced
    )`;
 
 /**
  * The CTEs `old` and `cust` of a known customer: counted (which locks its row, so the
  * customer's concurrent messages are ordered) and renamed when the message carries a new
- * name, unless `skip` holds. Returns `id, created (false), old_name`.
+ * name, unless `skip` holds. Returns `id, created (false), old_name`, and `raced`: another
+ * statement of this customer committed after this statement's snapshot was taken (the count
+ * it locked is not the one its snapshot read), so rows that statement inserted are invisible
+ * to this one (debounced bursts retry on it, inbound/message.writes.ts).
  */
-export const countInboundCustomerCtes = (p: InboundCustomerSql, skip: string) => `old as (select name from customers where id = ${p.customerId}),
+export const countInboundCustomerCtes = (p: InboundCustomerSql, skip: string) => `old as (select name, message_count from customers where id = ${p.customerId}),
    cust as (
      update customers set message_count = message_count + 1, last_message_at = now(), name = coalesce(${p.name}, name),
             updated_at = case when ${p.name} is not null and ${p.name} is distinct from name then now() else updated_at end
       where id = ${p.customerId} and external_id = ${p.externalId} and not ${skip}
-      returning id, false as created, (select name from old) as old_name
+      returning id, false as created, (select name from old) as old_name, message_count <> (select message_count from old) + 1 as raced
    )`;
 
 /** The UPDATE counting an outbound message on the customer (knex binding: the customer id), when `when` holds. */

@@ -98,6 +98,12 @@ export function dryRunExecutionSink(services: Services): ExecutionSink {
       return 'recorded';
     },
 
+    // Nobody is handed off by a dry run: the step says it would have been.
+    async handOff(ctx, step) {
+      await insertStep(em(), ctx, step);
+      return 'handed_off';
+    },
+
     /** The item's outcome and its diff against the recorded execution, in one transaction. */
     async complete(ctx, completion, failedStep) {
       const dryRunId = dryRunIdOf(ctx);

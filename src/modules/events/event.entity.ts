@@ -22,6 +22,8 @@ export const EVENT_TYPES = [
   'replay.completed',
   'webhook.disabled',
   'message.status_updated',
+  'conversation.handoff_started',
+  'conversation.handoff_ended',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -15,8 +15,9 @@ export interface OutboundMessage {
   channel: string;
   customerId: string | null;
   externalId: string | null;
-  executionId: string;
-  nodeId: string;
+  /** Null for an agent message (a person's, POST /v1/customers/{id}/messages). */
+  executionId: string | null;
+  nodeId: string | null;
   text: string;
 }
 

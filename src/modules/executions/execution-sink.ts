@@ -13,9 +13,10 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { hotExecutor, type SqlRunner } from '../../db/hot-query';
 import type { Services } from '../../services';
 import { ChannelErrorTypes } from '../../../temporal/failure-types';
-import type { MessageTemplateSpec } from '../../../temporal/executions.shared';
+import type { MessageTemplateSpec, PromptChoices } from '../../../temporal/executions.shared';
 import { ChannelDelivery, type ChannelSendReceipt } from '../channels/channel-delivery';
 import { ChannelRejectedError, channelAdapterFor } from './channel-adapter';
+import { LOW_CONFIDENCE, startHandoff } from '../customers/handoff.service';
 import {
   clearWaiting,
   closeWait,
@@ -41,6 +42,10 @@ export interface SinkMessage {
   text: string;
   /** A message node's WhatsApp template, for outside the 24-hour window. */
   template?: MessageTemplateSpec;
+  /** A scored form field's answers, offered as a list where the channel has them (WhatsApp). */
+  choices?: PromptChoices;
+  /** When a phone call's caller was asked it (the workflow's time), ahead of this write: the transcript's time. */
+  saidAt?: Date;
 }
 
 /** How a run ends. `waiting_for_input` only in a dry run: its recorded replies ran out. */
@@ -78,6 +83,11 @@ export interface ExecutionSink {
   closeWait(ctx: ExecutionContext, waitKey: string): Promise<CloseWaitResult>;
   /** Records a form's completed step and clears the wait; `not_running` if the execution stopped meanwhile. */
   recordFormStep(ctx: ExecutionContext, step: StepRecord): Promise<'recorded' | 'not_running'>;
+  /**
+   * Hands the execution's customer to a person (an ai_response node below its threshold with
+   * `fallback: "handoff"`), then records the node's step, once; `not_running` if the execution stopped.
+   */
+  handOff(ctx: ExecutionContext, step: StepRecord): Promise<'handed_off' | 'not_running'>;
   /** Records the failed step (if any) and the final status, once; false when already finished. */
   complete(ctx: ExecutionContext, completion: RunCompletion, failedStep?: StepRecord): Promise<boolean>;
 }
@@ -164,6 +174,12 @@ export function liveExecutionSink(services: Services): ExecutionSink {
         await clearWaiting(tx as EntityManager, ctx);
         return 'recorded' as const;
       });
+    },
+
+    async handOff(ctx, step) {
+      // The handoff first: a retry after a crash between the two finds it in force and keeps it.
+      await startHandoff(services, { organizationId: ctx.organizationId, customerId: ctx.customerId!, reason: LOW_CONFIDENCE, executionId: ctx.executionId });
+      return (await this.recordFormStep(ctx, step)) === 'recorded' ? 'handed_off' : 'not_running';
     },
 
     async complete(ctx, completion, failedStep) {

@@ -36,28 +36,27 @@ export async function sendTemporalCancel(
 /**
  * Re-sends the cancel of every cancelled execution whose cancel was never confirmed and
  * that was cancelled more than `graceMs` ago (so it does not race the API's own attempt).
- * Rows are claimed with SKIP LOCKED so several workers share the work; a duplicate cancel
- * is harmless anyway. Returns how many it confirmed.
+ * No lock is held across the Temporal calls: the rows are read, then each cancel is sent
+ * and stamped on its own. Two workers' passes may both send one: a cancel is idempotent
+ * (a second request on a run already cancelling changes nothing), so that costs a call,
+ * never a wrong state, where a row lock held while Temporal was slow held up every other
+ * write of those executions. Returns how many it confirmed.
  */
 export async function reconcileCancels(services: Services, opts: { graceMs: number; batch?: number }): Promise<number> {
   const em = services.orm.em.fork() as EntityManager;
+  const rows = await em.execute<Array<{ id: string }>>(
+    `select id from executions
+      where status = 'cancelled' and temporal_cancelled_at is null
+        and completed_at < now() - (? * interval '1 millisecond')
+      order by completed_at
+      limit ?`,
+    [opts.graceMs, opts.batch ?? 100],
+  );
   let confirmed = 0;
-  await em.transactional(async (tx) => {
-    const rows = await tx.execute<Array<{ id: string }>>(
-      `select id from executions
-        where status = 'cancelled' and temporal_cancelled_at is null
-          and completed_at < now() - (? * interval '1 millisecond')
-        order by completed_at
-        limit ?
-        for update skip locked`,
-      [opts.graceMs, opts.batch ?? 100],
-    );
-    for (const row of rows) {
-      // Temporal is most likely unreachable: stop here rather than wait on every row while
-      // holding their locks; the next pass retries.
-      if (!(await sendTemporalCancel(services, row.id, tx as EntityManager))) break;
-      confirmed++;
-    }
-  });
+  for (const row of rows) {
+    // Temporal is most likely unreachable: stop here rather than wait on every row; the next pass retries.
+    if (!(await sendTemporalCancel(services, row.id, em))) break;
+    confirmed++;
+  }
   return confirmed;
 }

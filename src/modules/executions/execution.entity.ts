@@ -6,7 +6,8 @@
  */
 import { EntitySchema, OptionalProps } from '@mikro-orm/core';
 
-export const EXECUTION_STATUSES = ['running', 'success', 'failed', 'cancelled'] as const;
+/** `queued`: waiting for the customer's running execution of the workflow (`configuration.concurrency.on_conflict: "queue"`). */
+export const EXECUTION_STATUSES = ['queued', 'running', 'success', 'failed', 'cancelled'] as const;
 export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
 export const ERROR_TYPES = ['timeout', 'api_error', 'validation_error'] as const;
 export type ErrorType = (typeof ERROR_TYPES)[number];
@@ -28,7 +29,8 @@ export class Execution {
     | 'waitingKey'
     | 'temporalStartedAt'
     | 'temporalCancelledAt'
-    | 'resetFromRunId';
+    | 'resetFromRunId'
+    | 'queuedAt';
   id!: string;
   organizationId!: string;
   workflowId!: string;
@@ -54,6 +56,8 @@ export class Execution {
   /** The open wait (the prompt's dedupe key); the one reply that claims it records it as `reply_to_wait`. */
   waitingKey: string | null = null;
   temporalStartedAt: Date | null = null;
+  /** Set when the execution was queued behind the customer's running one (`on_conflict: "queue"`); `startedAt` is then when it left the queue. */
+  queuedAt: Date | null = null;
   /** Set once Temporal took the cancel of this cancelled execution's run; null rows are re-sent by the reconciler. */
   temporalCancelledAt: Date | null = null;
 }
@@ -84,6 +88,7 @@ export const ExecutionSchema = new EntitySchema<Execution>({
     waitingKey: { type: 'string', fieldName: 'waiting_key', nullable: true },
     temporalStartedAt: { type: 'Date', fieldName: 'temporal_started_at', nullable: true },
     temporalCancelledAt: { type: 'Date', fieldName: 'temporal_cancelled_at', nullable: true },
+    queuedAt: { type: 'Date', fieldName: 'queued_at', nullable: true },
   },
 });
 

@@ -1,19 +1,24 @@
 /**
  * Owns the worker's reconciler loop, the second half of every dual write between
  * PostgreSQL and Temporal: every EXECUTION_RECONCILE_INTERVAL_MS it starts the committed
- * rows of every durable start kind (executions, exports, reports, replays, dry runs) whose
+ * rows of every durable start kind (executions, exports, reports, replays, dry runs, agent messages,
+ * debounced bursts' debouncers) whose
  * Temporal start was never confirmed, re-delivers inbound replies whose signal was never
  * confirmed, and re-sends the Temporal cancel of cancelled executions whose cancel was
  * never confirmed (all older than EXECUTION_RECONCILE_GRACE_MS, so it does not race the
- * API's own attempt). It lives with executions, above the starts module it drives, so the
+ * API's own attempt). An execution promoted from its customer's queue is started as soon as
+ * the database announces it (`wfa_promoted`), not at the next pass. It lives with executions, above the starts module it drives, so the
  * modules' imports keep running one way.
  */
+import { listenTo } from '../../db/listen';
 import { classifyError } from '../../failures';
 import type { Services } from '../../services';
+import { AGENT_MESSAGE_START } from '../channels/agent-messages';
+import { BURST_START } from '../debounce/burst-closer';
 import { reconcileStarts, type StartKind } from '../starts/durable-start';
 import { type JobRow, JOBS } from '../starts/job-starts';
 import { reconcileCancels } from './execution.canceller';
-import { EXECUTION_START } from './execution.starter';
+import { EXECUTION_START, startPromotedExecution } from './execution.starter';
 import { redeliverReplies } from './reply-delivery';
 
 /** The durable start kinds besides executions (counted together as `jobs`). */
@@ -25,11 +30,24 @@ export async function reconcileOnce(services: Services, graceMs = services.confi
   const cancelled = await reconcileCancels(services, { graceMs });
   let jobs = 0;
   for (const kind of JOB_KINDS) jobs += await reconcileStarts(services, kind, { graceMs });
+  jobs += await reconcileStarts(services, AGENT_MESSAGE_START, { graceMs });
+  jobs += await reconcileStarts(services, BURST_START, { graceMs });
   return { started, redelivered, cancelled, jobs };
 }
 
-/** Starts the loop; the returned function stops it and waits for the pass in progress. */
+/** The channel the database announces a promoted execution on (Migration20261221000100_promote_notify). */
+export const PROMOTED_CHANNEL = 'wfa_promoted';
+
+/**
+ * Starts the loop, and starts each execution the database promotes from a queue as soon as
+ * it is announced (a lost announcement leaves it to the next pass). The returned function
+ * stops both and waits for the pass in progress.
+ */
 export function runExecutionReconciler(services: Services): () => Promise<void> {
+  const promoted = listenTo({ databaseUrl: services.config.DATABASE_URL, channel: PROMOTED_CHANNEL, logger: services.logger }, (id) => {
+    if (!id) return;
+    startPromotedExecution(services, id).catch((err: unknown) => services.logger.warn({ err, execution_id: id }, 'promoted execution not started; left to the reconciler'));
+  });
   let stopped = false;
   let current: Promise<unknown> = Promise.resolve();
   let timer: NodeJS.Timeout | undefined;
@@ -55,6 +73,7 @@ export function runExecutionReconciler(services: Services): () => Promise<void> 
   return async () => {
     stopped = true;
     if (timer) clearTimeout(timer);
+    await promoted.stop();
     await current;
   };
 }

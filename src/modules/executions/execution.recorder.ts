@@ -81,7 +81,7 @@ export async function insertStep(em: SqlRunner, ctx: ExecutionContext, step: Ste
  * `message.sent` event, as the data-modifying parts of one statement (`m`: the message
  * when it was inserted; the counter and the event only then).
  */
-function outboundMessageWrites(ctx: ExecutionContext & { customerId: string }, msg: { dedupeKey: string; nodeId: string; text: string }) {
+function outboundMessageWrites(ctx: ExecutionContext & { customerId: string }, msg: { dedupeKey: string; nodeId: string; text: string; saidAt?: Date }) {
   const id = newId('message');
   const event = outboxEventRow({
     organizationId: ctx.organizationId,
@@ -98,7 +98,7 @@ function outboundMessageWrites(ctx: ExecutionContext & { customerId: string }, m
   });
   const message = insertOutboundMessage({
     id, organizationId: ctx.organizationId, customerId: ctx.customerId, channel: ctx.channel, text: msg.text,
-    executionId: ctx.executionId, nodeId: msg.nodeId, dedupeKey: msg.dedupeKey,
+    executionId: ctx.executionId, nodeId: msg.nodeId, dedupeKey: msg.dedupeKey, ...(msg.saidAt ? { createdAt: msg.saidAt } : {}),
   });
   return {
     sql: `m as (
@@ -122,7 +122,7 @@ const hasCustomer = (ctx: ExecutionContext): ctx is ExecutionContext & { custome
  * Stores an outbound message in the transcript (once per dedupe key) with its
  * `message.sent` event, in one statement. Without a customer there is no transcript to write.
  */
-export async function storeOutboundMessage(em: SqlRunner, ctx: ExecutionContext, msg: { dedupeKey: string; nodeId: string; text: string }): Promise<void> {
+export async function storeOutboundMessage(em: SqlRunner, ctx: ExecutionContext, msg: { dedupeKey: string; nodeId: string; text: string; saidAt?: Date }): Promise<void> {
   if (!hasCustomer(ctx)) return;
   const writes = outboundMessageWrites(ctx, msg);
   await em.execute(`with ${writes.sql} select 1`, writes.bindings);
@@ -310,13 +310,19 @@ function finishWrites(executionId: string, c: Completion): { sql: string; bindin
   // The event data is `workflowEventData` (execution.starter.ts) built from the updated row,
   // plus the error fields for workflow.failed.
   return {
-    sql: `e as (
+    // The customer's row is locked before the execution's (`slot_order`): the order of a
+    // message statement, so the promotion of a queued execution (`promote_queued_execution`,
+    // which locks it too) cannot deadlock with a message of the same customer.
+    sql: `slot_order as (
+       select 1 from customers where id = (select customer_id from executions where id = ? and concurrency_key is not null) for no key update
+     ), e as (
        update executions
           set status = ?, output = ?::jsonb, error_type = ?, error_message = ?, waiting_node_id = null, waiting_key = null,
               completed_at = clock_timestamp(),
               temporal_started_at = case when ? then coalesce(temporal_started_at, clock_timestamp()) else temporal_started_at end,
               duration_ms = greatest(0, round(extract(epoch from (clock_timestamp() - started_at)) * 1000))::int
-        where id = ? and status = 'running'
+        -- A queued execution (on_conflict "queue") may be cancelled before it starts.
+        where id = ? and (status = 'running' or (status = 'queued' and ? = 'cancelled')) and (select count(*) from slot_order) >= 0
         returning id, organization_id, completed_at,
                   jsonb_build_object('workflow_id', workflow_id, 'execution_id', id, 'status', status, 'duration_ms', coalesce(duration_ms, 0),
                                      'customer_id', customer_id, 'channel', channel) as data
@@ -327,12 +333,14 @@ function finishWrites(executionId: string, c: Completion): { sql: string; bindin
        select ?, organization_id, ?, data || ?::jsonb, completed_at from e where ? = 'failed'`)}
      )`,
     bindings: [
+      executionId,
       c.status,
       c.output === null ? null : JSON.stringify(c.output),
       c.errorType ?? null,
       c.errorMessage?.slice(0, 2000) ?? null,
       c.byRun === true,
       executionId,
+      c.status,
       newId('event'),
       'workflow.completed' satisfies EventType,
       newId('event'),
@@ -342,3 +350,25 @@ function finishWrites(executionId: string, c: Completion): { sql: string; bindin
     ],
   };
 }
+
+/**
+ * The cancel of the executions holding the slots (`concurrency_key`s, a JSON array) that a
+ * message replaces (`on_conflict: "replace"`), for the message's statement
+ * (inbound/message.writes.ts), when `when` holds: what `finishExecution` writes for a cancel
+ * (`cancelled`, `next_action: "cancelled"`, the `workflow.completed` event), as the CTEs
+ * `replaced` (the ids) and `replaced_events`. The caller sends their Temporal cancels after
+ * the commit (`sendTemporalCancel`; the reconciler re-sends a lost one).
+ */
+export const cancelSlotHoldersCtes = (keysJson: string, when: string) => `replaced as (
+       update executions
+          set status = 'cancelled', output = coalesce(output, '{}'::jsonb) || '{"next_action": "cancelled"}'::jsonb,
+              waiting_node_id = null, waiting_key = null, completed_at = clock_timestamp(),
+              duration_ms = greatest(0, round(extract(epoch from (clock_timestamp() - started_at)) * 1000))::int
+        where concurrency_key in (select jsonb_array_elements_text(${keysJson}::jsonb)) and status = 'running' and ${when}
+        returning id, organization_id, completed_at,
+                  jsonb_build_object('workflow_id', workflow_id, 'execution_id', id, 'status', status, 'duration_ms', coalesce(duration_ms, 0),
+                                     'customer_id', customer_id, 'channel', channel) as data
+    ),
+    replaced_events as (
+      ${insertEventsSql(`select 'evt_' || substr(md5(random()::text || r.id), 1, 20), r.organization_id, 'workflow.completed', r.data, r.completed_at from replaced r`)}
+    )`;

@@ -14,7 +14,10 @@ const JsonObject = z.record(z.string(), z.unknown());
 export const ExecutionOutputOut = z
   .object({
     response: z.string().nullable().openapi({ description: 'The last text sent to the customer' }),
-    next_action: z.enum(['wait_for_input', 'end', 'cancelled']),
+    next_action: z.enum(['wait_for_input', 'end', 'cancelled', 'handed_off']).openapi({
+      description: '`handed_off`: the customer was handed to a person (status `cancelled`): a handoff closed its form, or an ai_response node with `fallback: "handoff"` (docs/handoff.md)',
+    }),
+    closed_reason: z.literal('handed_off').optional().openapi({ description: 'Its waiting form was closed by a handoff' }),
     form_data: z
       .record(z.string(), z.record(z.string(), z.string()))
       .optional()
@@ -43,6 +46,10 @@ export const ExecutionOut = z
       .string()
       .optional()
       .openapi({ description: 'Present when an operator reset the execution in Temporal: the run it was reset from; the execution follows the new run' }),
+    queued_at: Timestamp.optional().openapi({
+      description:
+        'Present when the execution waited for the customer\'s running execution of the workflow (`on_conflict: "queue"`): when it arrived. While `status` is `queued`, `started_at` is that time too; once it left the queue, `started_at` is when it started',
+    }),
     revision: z.number().int(),
     error: z.object({ type: z.enum(ERROR_TYPES).nullable(), message: z.string().nullable() }).nullable(),
   })
@@ -55,6 +62,7 @@ const StepOutputOut = z
     response: z.string().optional().openapi({ description: 'ai_response nodes' }),
     confidence: z.number().min(0).max(1).optional().openapi({ description: 'ai_response nodes' }),
     fallback_used: z.boolean().optional().openapi({ description: 'ai_response nodes' }),
+    handed_off: z.boolean().optional().openapi({ description: 'ai_response nodes with `fallback: "handoff"`: the customer was handed to a person instead of answered' }),
     article_ids: z.array(z.string()).optional().openapi({ description: 'ai_response nodes' }),
     model_used: z.boolean().optional().openapi({ description: 'ai_response nodes' }),
     form_data: z.record(z.string(), z.string()).optional().openapi({ description: 'form nodes: answers by field name' }),

@@ -45,6 +45,7 @@ export function toExecutionOut(e: Execution, config?: Pick<Config, 'TEMPORAL_UI_
     trigger_id: e.triggerId,
     retry_of: e.retryOf,
     ...(e.resetFromRunId ? { reset_from_run_id: e.resetFromRunId } : {}),
+    ...(e.queuedAt ? { queued_at: e.queuedAt.toISOString() } : {}),
     revision: e.revision,
     error: e.errorType || e.errorMessage ? { type: e.errorType, message: e.errorMessage } : null,
   };

@@ -36,8 +36,10 @@ import { Execution } from './execution.entity';
 import type { StartStamps } from './start-stamps';
 import { Customer } from '../customers/customer.entity';
 import { executionMetadata } from '../../temporal-metadata';
+import { organizationPriority } from '../../../temporal/fairness.shared';
 import { transactionalRetrying } from '../../db/transaction';
-import { dispatchStart, type StartKind } from '../starts/durable-start';
+import { claimOneSql, dispatchStart, releaseStartClaim, START_CLAIM_LEASE_MS, type StartKind } from '../starts/durable-start';
+import { RECONCILE_TEMPORAL_TIMEOUT_MS } from '../../temporal-calls';
 import { type HotPool, hotQuery } from '../../db/hot-query';
 
 export interface StartExecutionRequest {
@@ -50,6 +52,8 @@ export interface StartExecutionRequest {
   retryOf?: string;
   /** A caller-derived id (bulk replay): a second insert of it fails on the primary key. */
   executionId?: string;
+  /** The inbound message that started it (a phone call's `[call]` message), for conversation journeys. */
+  messageId?: string;
 }
 
 /** A recorded (not yet committed) execution and what its Temporal start needs. */
@@ -94,7 +98,7 @@ export interface ExecutionStartRow {
   channel: string;
   status: 'running';
   input: Record<string, unknown>;
-  message_id: string;
+  message_id: string | null;
   started_at: Date;
   /** The slot the execution holds (`concurrencyKey`): at most one running execution holds it. */
   concurrency_key: string;
@@ -122,6 +126,26 @@ export const insertExecutionRowsSql = (rowsJson: string, when: string) =>
       select ${START_COLUMNS}
         from jsonb_populate_recordset(null::executions, ${rowsJson}::jsonb) where ${when}
       on conflict (concurrency_key) where status = 'running' and concurrency_key is not null do nothing
+      returning id`;
+
+/** How many executions may wait for one slot (`on_conflict: "queue"`); a message beyond it is skipped (`queue_full`). */
+export const QUEUE_LIMIT = 10;
+
+/**
+ * The INSERT of the executions an inbound message queues (`on_conflict: "queue"`): the rows
+ * of `rowsJson` whose id is in the JSON array `queueIds` that `startedIds` (a relation of the
+ * ids inserted running) does not hold, as `queued` rows with `queued_at` (arrival order:
+ * the clock when the statement holds the customer's row, which orders a customer's messages)
+ * while fewer than `QUEUE_LIMIT` wait for the slot. When the running execution ends, the
+ * database promotes the oldest (`promote_queued_execution`,
+ * Migration20261213000100_execution_queue). It returns the ids it inserted.
+ */
+export const insertQueuedExecutionRowsSql = (rowsJson: string, when: string, queueIds: string, startedIds: string) =>
+  `insert into executions (${START_COLUMNS}, queued_at)
+      select ${START_COLUMNS.replace('status', "'queued'")}, clock_timestamp()
+        from jsonb_populate_recordset(null::executions, ${rowsJson}::jsonb) r
+       where ${when} and r.id in (select jsonb_array_elements_text(${queueIds}::jsonb)) and r.id not in (select id from ${startedIds})
+         and (select count(*) from executions q where q.concurrency_key = r.concurrency_key and q.status = 'queued') < ${QUEUE_LIMIT}
       returning id`;
 
 const RUNNING_EXECUTIONS = {
@@ -152,10 +176,7 @@ export type RunnableWorkflow = Pick<Workflow, 'id' | 'name' | 'status' | 'revisi
  * active; the execution runs on the workflow's current revision.
  */
 export async function recordExecution(em: EntityManager, req: StartExecutionRequest): Promise<PendingExecution> {
-  const wf = await em.findOne(Workflow, { id: req.workflowId, organizationId: req.organizationId, deletedAt: null });
-  if (!wf) throw notFound('WORKFLOW_NOT_FOUND', 'Workflow');
-  if (wf.status !== 'active' || !wf.configuration) throw workflowNotActive(wf.id);
-  const customer = req.customerId ? await em.findOne(Customer, { id: req.customerId, organizationId: req.organizationId }, { fields: ['externalId'] }) : null;
+  const { wf, customerExternalId } = await runnableWorkflowOf(em, req);
 
   const execution = em.create(Execution, {
     id: req.executionId ?? newId('execution'),
@@ -169,7 +190,7 @@ export async function recordExecution(em: EntityManager, req: StartExecutionRequ
     input: req.input,
     output: null,
     retryOf: req.retryOf ?? null,
-    messageId: null,
+    messageId: req.messageId ?? null,
     startedAt: new Date(),
   });
   recordEvent(em, {
@@ -181,9 +202,21 @@ export async function recordExecution(em: EntityManager, req: StartExecutionRequ
   return {
     executionId: execution.id,
     triggerId: execution.triggerId,
-    customerExternalId: customer?.externalId ?? null,
-    workflowInput: executionWorkflowInput(execution, { name: wf.name, nodes: wf.configuration.nodes }),
+    customerExternalId,
+    workflowInput: executionWorkflowInput(execution, { name: wf.name, nodes: wf.configuration!.nodes }),
   };
+}
+
+/**
+ * The active workflow a start runs (404 WORKFLOW_NOT_FOUND / 409 WORKFLOW_NOT_ACTIVE
+ * otherwise, before anything is written) and its customer's external id.
+ */
+export async function runnableWorkflowOf(em: EntityManager, req: StartExecutionRequest): Promise<{ wf: Workflow; customerExternalId: string | null }> {
+  const wf = await em.findOne(Workflow, { id: req.workflowId, organizationId: req.organizationId, deletedAt: null });
+  if (!wf) throw notFound('WORKFLOW_NOT_FOUND', 'Workflow');
+  if (wf.status !== 'active' || !wf.configuration) throw workflowNotActive(wf.id);
+  const customer = req.customerId ? await em.findOne(Customer, { id: req.customerId, organizationId: req.organizationId }, { fields: ['externalId'] }) : null;
+  return { wf, customerExternalId: customer?.externalId ?? null };
 }
 
 /** The one definition of an execution's workflow input, for the first start and the reconciler alike. */
@@ -204,7 +237,7 @@ export function executionWorkflowInput(
   };
 }
 
-/** The row a reconciled start is rebuilt from (`EXECUTION_START.unstartedSql`). */
+/** The row a reconciled start is rebuilt from (`EXECUTION_START.claimSql`). */
 interface UnstartedExecutionRow {
   id: string;
   organization_id: string;
@@ -218,6 +251,15 @@ interface UnstartedExecutionRow {
   name: string;
   configuration: { nodes: ExecutionNodeSpec[] };
 }
+
+/** A claim statement (`claimed`: the leased execution rows) with what their workflow's input needs besides. */
+const claimedExecutionSql = (claimed: string) => `with claimed as (${claimed})
+  select e.id, e.organization_id, e.workflow_id, e.revision, e.trigger_id, e.customer_id, e.channel, e.input,
+         w.name, r.configuration, c.external_id as customer_external_id
+    from claimed e
+    join workflows w on w.id = e.workflow_id
+    join workflow_revisions r on r.workflow_id = e.workflow_id and r.revision = e.revision
+    left join customers c on c.id = e.customer_id`;
 
 /**
  * Executions as a durable start (starts/durable-start.ts): the workflow id is the execution
@@ -244,19 +286,13 @@ export const EXECUTION_START: StartKind<PendingExecution> = {
       searchAttributes: pairs,
       memo: { workflowName: input.workflowName, workflowId: input.workflowId, revision: input.revision },
       ...executionMetadata(services.config, { ...input, customerExternalId: pending.customerExternalId, triggerId: pending.triggerId }),
+      priority: organizationPriority(input.organizationId),
     };
   },
-  unstartedSql: `select e.id, e.organization_id, e.workflow_id, e.revision, e.trigger_id, e.customer_id, e.channel, e.input,
-              w.name, r.configuration, c.external_id as customer_external_id
-         from executions e
-         join workflows w on w.id = e.workflow_id
-         join workflow_revisions r on r.workflow_id = e.workflow_id and r.revision = e.revision
-         left join customers c on c.id = e.customer_id
-        where e.temporal_started_at is null and e.status = 'running'
-          and e.started_at < now() - (? * interval '1 millisecond')
-        order by e.started_at
-        limit ?
-        for update of e skip locked`,
+  // The claimed row (the CTE) with what its workflow's input needs besides.
+  claimSql: claimedExecutionSql(
+    claimOneSql('executions', `temporal_started_at is null and status = 'running' and started_at < now() - (? * interval '1 millisecond')`, 'started_at'),
+  ),
   fromRow: (row: UnstartedExecutionRow) => ({
     executionId: row.id,
     triggerId: row.trigger_id,
@@ -285,6 +321,28 @@ export const EXECUTION_START: StartKind<PendingExecution> = {
 export async function dispatchExecution(services: Services, pending: PendingExecution, opts: { batchStamp?: StartStamps } = {}): Promise<boolean> {
   const batch = opts.batchStamp;
   return await dispatchStart(services, EXECUTION_START, pending, batch ? { stamp: (id) => batch.stamp(id) } : {});
+}
+
+/** The claim of one named execution that runs but was never started (bindings: lease ms, id), as the reconciler claims. */
+const CLAIM_NAMED_SQL = claimedExecutionSql(
+  `update executions set start_claimed_until = now() + (? * interval '1 millisecond')
+    where id = ? and status = 'running' and temporal_started_at is null and (start_claimed_until is null or start_claimed_until < now())
+    returning *`,
+);
+
+/**
+ * Starts on Temporal an execution the database promoted from its queue (`wfa_promoted`,
+ * Migration20261221000100_promote_notify), at once instead of at the reconciler's next pass:
+ * claimed like the reconciler claims (a racing pass or process skips it), started, stamped.
+ * Says whether this call confirmed the start; false also when someone else has it.
+ */
+export async function startPromotedExecution(services: Services, executionId: string): Promise<boolean> {
+  const em = services.orm.em.fork();
+  const [row] = await em.execute<UnstartedExecutionRow[]>(CLAIM_NAMED_SQL, [START_CLAIM_LEASE_MS, executionId]);
+  if (!row) return false;
+  if (await dispatchStart(services, EXECUTION_START, EXECUTION_START.fromRow(row as never, services), { em, timeoutMs: RECONCILE_TEMPORAL_TIMEOUT_MS })) return true;
+  await releaseStartClaim(em, 'executions', executionId);
+  return false;
 }
 
 /** Records and commits the execution with its `workflow.started` event, then starts it on Temporal. */

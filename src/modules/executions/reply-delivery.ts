@@ -28,6 +28,8 @@ export async function deliverReply(
     () => services.temporal.client.workflow.getHandle(executionWorkflowId(r.executionId)).signal(customerReplySignal, { messageId: r.messageId, text: r.text }),
     (err) => err instanceof WorkflowNotFoundError,
     timeoutMs,
+    // Names the reply in the log line of a cut-off signal (left to the reconciler).
+    { execution_id: r.executionId, message_id: r.messageId },
   );
   if (!delivered) return false;
   await markReplyDelivered(services.orm.em.fork(), r.messageId);

@@ -4,12 +4,12 @@
  * the status answer read the same filters.
  */
 import { EntitySchema, OptionalProps } from '@mikro-orm/core';
-import { fileColumns, type FileRecord, type OptionalFileColumns } from '../files/file-record.entity';
+import { FileColumns, FileColumnsSchema, type FileRecord, type OptionalFileColumns } from '../files/file-record.entity';
 
 export const EXPORT_STATUSES = ['processing', 'completed', 'failed', 'expired'] as const;
 export type ExportStatus = (typeof EXPORT_STATUSES)[number];
 
-export class AnalyticsExport implements FileRecord {
+export class AnalyticsExport extends FileColumns implements FileRecord {
   [OptionalProps]?: 'rowsTotal' | 'rowsWritten' | 'generatedAt' | OptionalFileColumns;
   id!: string;
   organizationId!: string;
@@ -22,16 +22,11 @@ export class AnalyticsExport implements FileRecord {
   rowsWritten = 0;
   /** When the export read its data: the metadata's `generated_at` (null before completion and for older exports). */
   generatedAt: Date | null = null;
-  fileKey: string | null = null;
-  fileSize: number | null = null;
-  errorMessage: string | null = null;
-  createdAt: Date = new Date();
-  completedAt: Date | null = null;
-  expiresAt: Date | null = null;
 }
 
-export const AnalyticsExportSchema = new EntitySchema<AnalyticsExport>({
+export const AnalyticsExportSchema = new EntitySchema<AnalyticsExport, FileColumns>({
   class: AnalyticsExport,
+  extends: FileColumnsSchema,
   tableName: 'exports',
   properties: {
     id: { type: 'string', primary: true },
@@ -44,6 +39,5 @@ export const AnalyticsExportSchema = new EntitySchema<AnalyticsExport>({
     rowsTotal: { type: 'integer', fieldName: 'rows_total', nullable: true },
     rowsWritten: { type: 'integer', fieldName: 'rows_written' },
     generatedAt: { type: 'Date', fieldName: 'generated_at', nullable: true },
-    ...fileColumns,
   },
 });

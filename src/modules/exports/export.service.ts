@@ -10,7 +10,7 @@ import { newId } from '../../ids';
 import type { Services } from '../../services';
 import { temporalUiLink } from '../../temporal-ui';
 import { exportWorkflowId } from '../../../temporal/reports.shared';
-import { estimatedCompletion, type FileHandle, type FileNaming, FileRecords } from '../files/file-records';
+import { estimatedCompletion, type FileHandle, type FileJobService, type FileNaming, FileRecords } from '../files/file-records';
 import type { Page } from '../../http/pagination';
 import { dispatchStart as dispatchJob } from '../starts/durable-start';
 import { JOBS } from '../starts/job-starts';
@@ -24,14 +24,14 @@ const EXTENSIONS = { csv: 'csv', json: 'ndjson', xlsx: 'xlsx' } as const;
 
 type ExportRequest = z.output<typeof ExportIn>;
 
-export class ExportService {
+export class ExportService implements FileJobService<ExportRequest, z.output<typeof ExportOut>> {
   private readonly records: FileRecords<AnalyticsExport>;
 
   constructor(private readonly services: Services) {
     this.records = new FileRecords(services, AnalyticsExport, 'export', 'processing');
   }
 
-  async createExport(organizationId: string, body: ExportRequest): Promise<z.output<typeof ExportOut>> {
+  async create(organizationId: string, body: ExportRequest): Promise<z.output<typeof ExportOut>> {
     const filters = exportFilters(body);
     checkFiltersApply(body.data_type, filters);
     await this.records.requireWorkflows(organizationId, body.filters.workflow_ids);
@@ -50,16 +50,16 @@ export class ExportService {
     return this.toExportOut(record);
   }
 
-  async getExport(organizationId: string, id: string) {
+  async get(organizationId: string, id: string) {
     return this.toExportOut(await this.records.find(organizationId, id));
   }
 
-  async listExports(organizationId: string, page: Page) {
+  async list(organizationId: string, page: Page) {
     return await this.records.list(organizationId, page, (r) => this.toExportOut(r));
   }
 
   /** The export's file; with include_metadata, csv and json downloads carry the metadata as headers. */
-  async downloadExport(organizationId: string, id: string): Promise<FileHandle> {
+  async download(organizationId: string, id: string): Promise<FileHandle> {
     return await this.records.download(organizationId, id, (r): FileNaming => {
       const m = exportMetadata(r);
       return {

@@ -23,145 +23,80 @@ export interface SqlQuery {
   values: unknown[];
 }
 
+/** Every source reads its data type's table as `t`, scoped by `t.organization_id` and ordered last by `t.id`. */
 interface Source {
   /** `[column name in the file, SQL expression]` in file order. */
-  columns: Array<[string, string]>;
+  columns: Column[];
   from: string;
-  organization: string;
   time: string;
   /** A predicate builder for `workflow_ids` given its parameter, or null when the type has no workflow. */
   workflow: ((param: string) => string) | null;
   channel: string | null;
-  id: string;
 }
 
+type Column = [name: string, expr: string];
+
 const iso = (expr: string) => `to_char(${expr} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+/** Columns of `t` written as they are, under their own names. */
+const own = (...names: string[]): Column[] => names.map((name) => [name, `t.${name}`]);
+/** A timestamp column of `t`, written as ISO 8601 UTC text. */
+const at = (name: string): Column => [name, iso(`t.${name}`)];
+
+/** How a run ended: executions and their steps have the same columns for it. */
+const OUTCOME: Column[] = [...own('status'), at('started_at'), at('completed_at'), ...own('duration_ms', 'error_type', 'error_message')];
 
 const SOURCES: Record<TableDataType, Source> = {
   executions: {
-    columns: [
-      ['id', 't.id'],
-      ['workflow_id', 't.workflow_id'],
-      ['revision', 't.revision'],
-      ['trigger_id', 't.trigger_id'],
-      ['customer_id', 't.customer_id'],
-      ['channel', 't.channel'],
-      ['status', 't.status'],
-      ['started_at', iso('t.started_at')],
-      ['completed_at', iso('t.completed_at')],
-      ['duration_ms', 't.duration_ms'],
-      ['error_type', 't.error_type'],
-      ['error_message', 't.error_message'],
-      ['retry_of', 't.retry_of'],
-    ],
+    columns: [...own('id', 'workflow_id', 'revision', 'trigger_id', 'customer_id', 'channel'), ...OUTCOME, ...own('retry_of')],
     from: 'executions t',
-    organization: 't.organization_id',
     time: 't.started_at',
     workflow: (p) => `t.workflow_id = any(${p})`,
     channel: 't.channel',
-    id: 't.id',
   },
   steps: {
-    columns: [
-      ['id', 't.id'],
-      ['execution_id', 't.execution_id'],
-      ['workflow_id', 'e.workflow_id'],
-      ['node_id', 't.node_id'],
-      ['type', 't.type'],
-      ['status', 't.status'],
-      ['started_at', iso('t.started_at')],
-      ['completed_at', iso('t.completed_at')],
-      ['duration_ms', 't.duration_ms'],
-      ['error_type', 't.error_type'],
-      ['error_message', 't.error_message'],
-    ],
+    columns: [...own('id', 'execution_id'), ['workflow_id', 'e.workflow_id'], ...own('node_id', 'type'), ...OUTCOME],
     from: 'execution_steps t join executions e on e.id = t.execution_id',
-    organization: 't.organization_id',
     time: 't.started_at',
     workflow: (p) => `e.workflow_id = any(${p})`,
     channel: 'e.channel',
-    id: 't.id',
   },
   messages: {
-    columns: [
-      ['id', 't.id'],
-      ['customer_id', 't.customer_id'],
-      ['channel', 't.channel'],
-      ['direction', 't.direction'],
-      ['text', 't.text'],
-      ['execution_id', 't.execution_id'],
-      ['workflow_id', 'e.workflow_id'],
-      ['node_id', 't.node_id'],
-      ['created_at', iso('t.created_at')],
-    ],
+    columns: [...own('id', 'customer_id', 'channel', 'direction', 'text', 'execution_id'), ['workflow_id', 'e.workflow_id'], ...own('node_id'), at('created_at')],
     from: 'messages t left join executions e on e.id = t.execution_id',
-    organization: 't.organization_id',
     time: 't.created_at',
     workflow: (p) => `e.workflow_id = any(${p})`,
     channel: 't.channel',
-    id: 't.id',
   },
   customers: {
-    columns: [
-      ['id', 't.id'],
-      ['channel', 't.channel'],
-      ['external_id', 't.external_id'],
-      ['name', 't.name'],
-      ['message_count', 't.message_count'],
-      ['first_seen_at', iso('t.first_seen_at')],
-      ['last_message_at', iso('t.last_message_at')],
-      ['created_at', iso('t.created_at')],
-    ],
+    columns: [...own('id', 'channel', 'external_id', 'name', 'message_count'), at('first_seen_at'), at('last_message_at'), at('created_at')],
     from: 'customers t',
-    organization: 't.organization_id',
     time: 't.created_at',
     // A customer belongs to a workflow's audience when that workflow ran for them.
     workflow: (p) => `exists (select 1 from executions e where e.customer_id = t.id and e.workflow_id = any(${p}))`,
     channel: 't.channel',
-    id: 't.id',
   },
   trigger_executions: {
     // Status and completion come from the linked execution at read time, as the trigger
     // executions endpoint reports them (a cancelled execution reads as failed).
     columns: [
-      ['id', 't.id'],
-      ['trigger_id', 't.trigger_id'],
-      ['workflow_id', 't.workflow_id'],
-      ['execution_id', 't.execution_id'],
-      ['customer_id', 't.customer_id'],
-      ['channel', 't.channel'],
+      ...own('id', 'trigger_id', 'workflow_id', 'execution_id', 'customer_id', 'channel'),
       ['status', `case when t.status = 'failed' or e.status in ('failed', 'cancelled') then 'failed' when e.status = 'success' then 'success' else 'running' end`],
-      ['error_code', 't.error_code'],
+      ...own('error_code'),
       ['error_message', 'coalesce(t.error_message, e.error_message)'],
-      ['triggered_at', iso('t.triggered_at')],
+      at('triggered_at'),
       ['completed_at', iso('coalesce(e.completed_at, t.completed_at)')],
     ],
     from: 'trigger_executions t left join executions e on e.id = t.execution_id',
-    organization: 't.organization_id',
     time: 't.triggered_at',
     workflow: (p) => `t.workflow_id = any(${p})`,
     channel: 't.channel',
-    id: 't.id',
   },
   webhook_logs: {
-    columns: [
-      ['id', 't.id'],
-      ['webhook_id', 't.webhook_id'],
-      ['event_id', 't.event_id'],
-      ['event_type', 't.event_type'],
-      ['status', 't.status'],
-      ['response_code', 't.response_code'],
-      ['response_time_ms', 't.response_time_ms'],
-      ['attempt', 't.attempt'],
-      ['delivered_at', iso('t.delivered_at')],
-      ['error_message', 't.error_message'],
-    ],
+    columns: [...own('id', 'webhook_id', 'event_id', 'event_type', 'status', 'response_code', 'response_time_ms', 'attempt'), at('delivered_at'), ...own('error_message')],
     from: 'webhook_logs t',
-    organization: 't.organization_id',
     time: 't.delivered_at',
     workflow: null,
     channel: null,
-    id: 't.id',
   },
 };
 
@@ -179,7 +114,7 @@ export function exportColumns(dataType: TableDataType): string[] {
 
 function where(source: Source, organizationId: string, f: ExportFilters): SqlQuery {
   const values: unknown[] = [organizationId];
-  const conditions = [`${source.organization} = $1`];
+  const conditions = ['t.organization_id = $1'];
   const param = (v: unknown) => {
     values.push(v);
     return `$${values.length}`;
@@ -196,7 +131,7 @@ export function exportRowsQuery(dataType: TableDataType, organizationId: string,
   const source = SOURCES[dataType];
   const w = where(source, organizationId, f);
   const select = source.columns.map(([name, expr]) => `${expr} as "${name}"`).join(', ');
-  return { text: `select ${select} ${w.text} order by ${source.time}, ${source.id}`, values: w.values };
+  return { text: `select ${select} ${w.text} order by ${source.time}, t.id`, values: w.values };
 }
 
 export function exportCountQuery(dataType: TableDataType, organizationId: string, f: ExportFilters): SqlQuery {

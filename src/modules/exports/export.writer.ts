@@ -10,13 +10,15 @@
  *   once (NDJSON, exceljs's streaming WorkbookWriter, csv-stringify) and the next is read
  *   only once storage has taken the last.
  * The caller hears the running row count (for heartbeats and the progress field).
+ * exceljs is loaded by the first xlsx export, not with the module: it costs about 0.5 s at
+ * start-up (more under jest), paid otherwise by every API process and worker and every test
+ * file that boots the app, most of which never write a workbook.
  */
 import { once } from 'node:events';
 import { PassThrough, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { stringify } from 'csv-stringify/sync';
-import ExcelJS from 'exceljs';
 import { Client } from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import Cursor from 'pg-cursor';
@@ -232,6 +234,8 @@ function ndjsonRenderer(columns: string[], out: PassThrough): Renderer {
 }
 
 function xlsxRenderer(columns: string[], out: PassThrough, sheetName: string): Renderer {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const ExcelJS = require('exceljs') as typeof import('exceljs');
   const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: out, useStyles: false, useSharedStrings: false });
   const sheet = workbook.addWorksheet(sheetName);
   sheet.addRow(columns).commit();

@@ -9,7 +9,7 @@ import type { Readable } from 'node:stream';
 import { type EntityData, type EntityName, type FilterQuery, LockMode, type OrderDefinition, type RequiredEntityData } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { conflict, DomainError, gone, notFound } from '../../errors';
-import { offsetOf, type Page, paginate } from '../../http/pagination';
+import { offsetOf, type Page, type Pagination, paginate } from '../../http/pagination';
 import type { Services } from '../../services';
 import { recordEvent } from '../events/outbox';
 import type { FileRecord } from './file-record.entity';
@@ -21,6 +21,14 @@ export type FileHandle = {
   /** Extra response headers (an export's metadata), sent with either answer. */
   headers: Record<string, string>;
 } & ({ redirectUrl: string } | { stream: Readable; size: number });
+
+/** What the service of a file-producing kind answers its routes (src/modules/files/file-job.routes.ts), scoped to an organization. */
+export interface FileJobService<In, Out> {
+  create(organizationId: string, body: In): Promise<Out>;
+  get(organizationId: string, id: string): Promise<Out>;
+  list(organizationId: string, page: Page): Promise<{ data: Out[]; pagination: Pagination }>;
+  download(organizationId: string, id: string): Promise<FileHandle>;
+}
 
 /** What a download is named and typed as, from its record. */
 export interface FileNaming {

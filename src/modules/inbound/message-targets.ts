@@ -24,6 +24,7 @@ import { hotQuery } from '../../db/hot-query';
 import type { RunnableWorkflow } from '../executions/execution.starter';
 import { messageMatches, messageTriggerMatches } from '../triggers/trigger-firing';
 import type { MessageTriggerConfig } from '../triggers/trigger.schemas';
+import { debounceOf } from '../workflows/workflow.schemas';
 import type { InboundMessage } from './inbound-message';
 
 type WorkflowRow = RunnableWorkflow & { channel: string };
@@ -50,6 +51,21 @@ export interface MessageTargets {
   workflows: Map<string, WorkflowRow>;
   /** The customer's id when known (null: taken for a new customer). */
   customerId: string | null;
+  /**
+   * The debounced targets of the message's channel, matching or not (a burst open for one
+   * is joined by any message): message triggers first, oldest first, then workflows' own
+   * keyword triggers. `matches`: the message matches it (it may open a burst).
+   */
+  debounced: DebouncedTarget[];
+}
+
+/** A message trigger, or a workflow's own keyword trigger (`triggerId` null), with a debounce. */
+export interface DebouncedTarget {
+  triggerId: string | null;
+  workflowId: string;
+  debounceMs: number;
+  maxWaitMs: number;
+  matches: boolean;
 }
 
 const READ = {
@@ -132,11 +148,23 @@ function match(candidates: Candidates, customerId: string | null, msg: InboundMe
   const triggers = candidates.triggers
     .filter((t) => workflows.has(t.workflow_id) && messageTriggerMatches(t, query))
     .map((t) => ({ triggerId: t.id, workflowId: t.workflow_id }));
+  const keywordMatches = (keywords: string[]) => messageMatches({ keywords, case_sensitive: false, exact_match: false } as never, msg.message);
   const configured = [...workflows.values()]
     .filter((w) => {
       const trigger = w.channel === msg.channel ? w.configuration!.trigger : undefined;
-      return trigger?.type === 'keyword' && messageMatches({ keywords: trigger.keywords, case_sensitive: false, exact_match: false } as never, msg.message);
+      return trigger?.type === 'keyword' && keywordMatches(trigger.keywords);
     })
     .map((w) => w.id);
-  return { version: candidates.version, triggers, configured, workflows, customerId };
+  const debounced: DebouncedTarget[] = [];
+  for (const t of candidates.triggers) {
+    const debounce = debounceOf(t.configuration);
+    if (!debounce || !workflows.has(t.workflow_id) || (t.configuration.channel ?? t.channel) !== msg.channel) continue;
+    debounced.push({ triggerId: t.id, workflowId: t.workflow_id, ...debounce, matches: triggers.some((m) => m.triggerId === t.id) });
+  }
+  for (const w of workflows.values()) {
+    const trigger = w.channel === msg.channel ? w.configuration!.trigger : undefined;
+    const debounce = trigger?.type === 'keyword' ? debounceOf(trigger) : null;
+    if (debounce) debounced.push({ triggerId: null, workflowId: w.id, ...debounce, matches: configured.includes(w.id) });
+  }
+  return { version: candidates.version, triggers, configured, workflows, customerId, debounced };
 }

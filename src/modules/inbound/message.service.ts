@@ -27,29 +27,31 @@
 import { failpoint } from '../../failpoints';
 import { busyWithConflict } from '../../errors';
 import type { InboundServices } from './inbound-state';
-import { dispatchExecution, runningExecutionIds } from '../executions/execution.starter';
-import { ALREADY_RUNNING } from '../triggers/trigger-firing';
+import { dispatchExecution } from '../executions/execution.starter';
+import { type InboundOutcome, reportConflicts } from './message.conflicts';
 import { deliverReply } from '../executions/reply-delivery';
+import { dispatchBurst } from '../debounce/burst-closer';
 import type { MessageTargets } from './message-targets';
 import type { InboundMessage } from './inbound-message';
 import { CustomerExists, Redelivery, writeMessage } from './message.writes';
+import { HANDED_OFF_REASON, recordIfHandedOff } from './handoff-intake';
 import { isDeadlockOrSerialization, retrying } from '../../db/transaction';
 
 export interface InboundResult {
   message_id: string;
   customer_id: string;
   /**
-   * `resumed`: delivered to a waiting execution; `started`: executions started; `skipped`:
-   * it matched, but every workflow it matched was already running for the customer; `no_match`.
+   * `resumed`: delivered to a waiting execution; `started`: executions started; `debounced`:
+   * none started, it joined or opened a debounced burst (docs/executions.md); `skipped`:
+   * it matched, but every workflow it matched was already running for the customer; `no_match`;
+   * `ignored`: recorded only (`reason` says why: `handed_off`, inbound/handoff-intake.ts).
    */
-  status: 'resumed' | 'started' | 'skipped' | 'no_match';
+  status: 'resumed' | 'started' | 'debounced' | 'queued' | 'skipped' | 'no_match' | 'ignored';
+  reason?: typeof HANDED_OFF_REASON;
   executions: InboundOutcome[];
 }
 
-/** What the message did to one workflow; `skipped`: `id` is the execution already running (`reason: already_running`). */
-export type InboundOutcome =
-  | { id: string; workflow_id: string; trigger_id: string | null; action: 'started' | 'resumed' }
-  | { id: string | null; workflow_id: string; trigger_id: string | null; action: 'skipped'; reason: typeof ALREADY_RUNNING };
+export type { InboundOutcome } from './message.conflicts';
 
 /** What the first message with this id did: the outcome a redelivery answers with. */
 async function firstOutcome(services: InboundServices, organizationId: string, msg: InboundMessage): Promise<InboundResult | undefined> {
@@ -72,6 +74,13 @@ async function firstOutcome(services: InboundServices, organizationId: string, m
   );
   for (const e of started) result.executions.push({ id: e.id, workflow_id: e.workflow_id, trigger_id: e.trigger_id, action: 'started' });
   if (started.length > 0) result.status = 'started';
+  const bursts = await conn.execute<Array<{ id: string; workflow_id: string; trigger_id: string | null; opened: boolean }>>(
+    `select b.id, b.workflow_id, b.trigger_id, not exists (select 1 from debounce_burst_messages o where o.burst_id = b.id and o.seq < m.seq) as opened
+       from debounce_burst_messages m join debounce_bursts b on b.id = m.burst_id where m.message_id = ? order by b.created_at, b.id`,
+    [first.id],
+  );
+  for (const b of bursts) result.executions.push({ id: null, burst_id: b.id, workflow_id: b.workflow_id, trigger_id: b.trigger_id, action: 'debounced', opened: b.opened });
+  if (bursts.length > 0 && result.status === 'no_match') result.status = 'debounced';
   return result;
 }
 
@@ -85,15 +94,28 @@ export function readTargets(services: InboundServices, organizationId: string, m
   return services.messageTargets.targets(organizationId, msg, messageLanguage(msg), fresh);
 }
 
+/** How a reply that resumes a waiting execution reaches its run. */
+export interface ReceiveOptions {
+  /**
+   * `background` (the default): the `customerReply` signal, sent after the commit without
+   * waiting. `caller`: the caller hands the reply to the run itself and then stamps it
+   * delivered (the voice hook's turn, an Update carrying the reply): a second Temporal call
+   * for the same reply would cost the run a workflow task of its own. Unconfirmed, the
+   * reconciler signals it as it does any reply (`redeliverReplies`).
+   */
+  replyDelivery?: 'background' | 'caller';
+}
+
 /** `prefetched`: `readTargets` of this message, already started; read here when absent. */
 export async function receiveMessage(
   services: InboundServices,
   organizationId: string,
   msg: InboundMessage,
   prefetched?: Promise<MessageTargets>,
+  options: ReceiveOptions = {},
 ): Promise<{ duplicate: boolean; result: InboundResult }> {
   try {
-    return { duplicate: false, result: await receiveNew(services, organizationId, msg, prefetched) };
+    return { duplicate: false, result: await receiveNew(services, organizationId, msg, prefetched, options) };
   } catch (err) {
     if (!(err instanceof Redelivery)) throw err;
     const first = await firstOutcome(services, organizationId, msg);
@@ -113,9 +135,29 @@ const TARGETS_CHANGED = 'WAT01';
 const writeConflict = (err: unknown) =>
   err instanceof CustomerExists || (err as { code?: string }).code === TARGETS_CHANGED || isDeadlockOrSerialization(err);
 
-async function receiveNew(services: InboundServices, organizationId: string, msg: InboundMessage, prefetched?: Promise<MessageTargets>): Promise<InboundResult> {
+/**
+ * Under `on_conflict: "replace"` the messages of one customer that arrive together are
+ * written one after another (the customer's row), and each may find the one before it
+ * newer than its snapshot and write again: the n-th in line can need n attempts. Five at
+ * once exhausted the default four (503).
+ */
+const MESSAGE_WRITE_ATTEMPTS = 10;
+
+async function receiveNew(
+  services: InboundServices,
+  organizationId: string,
+  msg: InboundMessage,
+  prefetched: Promise<MessageTargets> | undefined,
+  options: ReceiveOptions,
+): Promise<InboundResult> {
   const language = messageLanguage(msg);
   let first: Promise<MessageTargets> | undefined = prefetched ?? readTargets(services, organizationId, msg);
+  // A customer handed to a person: recorded, nothing started or resumed (docs/handoff.md).
+  const handedOff = await recordIfHandedOff(services, organizationId, msg, language);
+  if (handedOff) {
+    first.catch(() => undefined);
+    return { message_id: handedOff.messageId, customer_id: handedOff.customerId, status: 'ignored', reason: HANDED_OFF_REASON, executions: [] };
+  }
   const recorded = await retrying(writeConflict, async () => {
     // A retry after a write conflict reads again, not from memory: the conflict means the rows changed.
     const targets = await (first ?? readTargets(services, organizationId, msg, true));
@@ -126,7 +168,7 @@ async function receiveNew(services: InboundServices, organizationId: string, msg
       if ((err as { constraint?: string }).constraint === MESSAGE_ID_KEY) throw new Redelivery();
       throw err;
     }
-  }).catch((err: unknown) => {
+  }, MESSAGE_WRITE_ATTEMPTS).catch((err: unknown) => {
     // Conflicts that outlived the retries are contention, as a deadlock is: 503, never a 500.
     throw writeConflict(err) ? busyWithConflict() : err;
   });
@@ -139,22 +181,23 @@ async function receiveNew(services: InboundServices, organizationId: string, msg
   // reconciler keeps it if this process dies or Temporal is away (docs/performance.md).
   if (recorded.waiting) {
     const reply = { messageId: recorded.messageId, executionId: recorded.waiting.id, text: msg.message };
-    services.background.run('reply signal', () => deliverReply(services, reply));
+    if (options.replyDelivery !== 'caller') services.background.run('reply signal', () => deliverReply(services, reply), organizationId);
     result.status = 'resumed';
     result.executions.push({ id: recorded.waiting.id, workflow_id: recorded.waiting.workflow_id, trigger_id: null, action: 'resumed' });
     return result;
   }
   for (const pending of recorded.started) {
-    services.background.run('execution start', () => dispatchExecution(services, pending, { batchStamp: services.startStamps }));
+    services.background.run('execution start', () => dispatchExecution(services, pending, { batchStamp: services.startStamps }), organizationId);
     result.executions.push({ id: pending.executionId, workflow_id: pending.workflowInput.workflowId, trigger_id: pending.triggerId, action: 'started' });
   }
   if (result.executions.length > 0) result.status = 'started';
-  if (recorded.skipped.length > 0) {
-    if (result.executions.length === 0) result.status = 'skipped';
-    const holders = await runningExecutionIds(services.hotPool, organizationId, recorded.skipped.map((s) => s.concurrencyKey), recorded.receivedAt);
-    for (const s of recorded.skipped) {
-      result.executions.push({ id: holders.get(s.concurrencyKey) ?? null, workflow_id: s.workflowId, trigger_id: s.triggerId, action: 'skipped', reason: ALREADY_RUNNING });
-    }
+  for (const burst of recorded.bursts) {
+    if (burst.opened) services.background.run('debounce burst start', () => dispatchBurst(services, {
+      id: burst.id, organization_id: organizationId, workflow_id: burst.workflow_id, trigger_id: burst.trigger_id, customer_id: recorded.customerId, channel: msg.channel,
+    }), organizationId);
+    result.executions.push({ id: null, burst_id: burst.id, workflow_id: burst.workflow_id, trigger_id: burst.trigger_id, action: 'debounced', opened: burst.opened });
   }
+  if (recorded.bursts.length > 0 && result.status === 'no_match') result.status = 'debounced';
+  await reportConflicts(services, organizationId, recorded, result);
   return result;
 }

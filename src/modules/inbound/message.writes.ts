@@ -21,7 +21,12 @@
  *    not seen yet is the common case after a restart);
  * 2. the wait claim: the customer's newest open form wait on the channel, locked and closed
  *    (`for update`: exactly one of a reply, the form opening and its timeout wins);
- * 3. unless a wait was claimed, the executions, firings and their events the message starts.
+ * 3. unless a wait was claimed, the debounced bursts it joins or opens
+ *    (`joinOrOpenBurstsCtes`, debounce/debounce.writes.ts): a target with `debounce_ms`
+ *    that the message matches opens a burst instead of starting an execution, and any
+ *    message of the customer joins the open burst of any debounced target of its channel
+ *    (docs/executions.md, "Debounced bursts"); then
+ *    the executions, firings and their events the message starts.
  *    Each execution takes its workflow's slot for the customer (`concurrency_key`,
  *    `configuration.concurrency`): one whose slot a running execution holds is not inserted
  *    (the unique index decides, waiting for a concurrent message's statement), its firing is
@@ -44,6 +49,7 @@
  * The inbound module owns no table: each write of the statement is a fragment exported by
  * the table's owner (customers: `insertInboundCustomerCte` / `countInboundCustomerCtes`;
  * executions: `claimOpenWaitCtes`, `insertExecutionRowsSql`; triggers: `insertFiringRowsSql`;
+ * debounce: `joinOrOpenBurstsCtes`;
  * conversations: `insertInboundMessageSql`; events: `insertEventsSql`), composed here into
  * the one statement (docs/architecture.md, "Table owners").
  *
@@ -59,18 +65,21 @@ import { newId } from '../../ids';
 import { insertInboundMessageSql } from '../conversations/conversation.writes';
 import { countInboundCustomerCtes, type InboundCustomerSql, insertInboundCustomerCte } from '../customers/customer.writes';
 import { EVENT_COLUMNS, insertEventsSql, outboxEventJson as eventRow } from '../events/outbox';
-import { claimOpenWaitCtes } from '../executions/execution.recorder';
+import { cancelSlotHoldersCtes, claimOpenWaitCtes } from '../executions/execution.recorder';
 import {
   concurrencyKey,
   type ExecutionStartRow,
   executionWorkflowInput,
   insertExecutionRowsSql,
+  insertQueuedExecutionRowsSql,
   type PendingExecution,
   workflowEventData,
 } from '../executions/execution.starter';
+import { type BurstTargetRow, burstMissedSql, joinOrOpenBurstsCtes } from '../debounce/debounce.writes';
 import { type FiringRow, firingEventData, firingMetadata, insertFiringRowsSql } from '../triggers/trigger-firing';
 import type { InboundMessage } from './inbound-message';
 import type { MessageTargets } from './message-targets';
+import { planConflicts, type ReplacedExecution, type SkippedStart, sortStarts } from './message.conflicts';
 
 /** The customer the write was to create exists already: nothing was written (read its id, write again). */
 export class CustomerExists extends Error {}
@@ -123,9 +132,20 @@ function planStarts(targets: MessageTargets, m: { organizationId: string; custom
     return id;
   };
   const covered = new Set<string>();
+  // A debounced target the message matches opens a burst instead of starting (or joins the open one).
+  const bursts: BurstTargetRow[] = targets.debounced.map((d) => ({
+    id: newId('debounceBurst'), target: d.triggerId ?? d.workflowId, workflow_id: d.workflowId, trigger_id: d.triggerId,
+    debounce_ms: d.debounceMs, max_wait_ms: d.maxWaitMs, opens: false,
+  }));
+  const debounces = (target: string) => {
+    const burst = bursts.find((b) => b.target === target);
+    if (burst) burst.opens = true;
+    return burst !== undefined;
+  };
   for (const { triggerId, workflowId } of targets.triggers) {
     if (covered.has(workflowId)) continue;
     covered.add(workflowId);
+    if (debounces(triggerId)) continue;
     const input = { message: msg.message, customer_id: customerId, channel: msg.channel };
     const executionId = start(workflowId, triggerId, input);
     const firingId = newId('triggerExecution');
@@ -143,9 +163,10 @@ function planStarts(targets: MessageTargets, m: { organizationId: string; custom
   for (const workflowId of targets.configured) {
     if (covered.has(workflowId)) continue;
     covered.add(workflowId);
+    if (debounces(workflowId)) continue;
     start(workflowId, null, { message: msg.message });
   }
-  return { executions, firings, events, starts, keys };
+  return { executions, firings, events, starts, keys, bursts, conflicts: planConflicts(targets, starts, keys) };
 }
 
 /** The statement's customer, as its placeholders. */
@@ -167,14 +188,20 @@ const write = (name: string, customer: string) => ({
     ),
     ${customer},
     ${claimOpenWaitCtes({ organizationId: '$1::text', customerId: '(select id from cust)', channel: '$2::text' })},
+    ${joinOrOpenBurstsCtes({ organizationId: '$1::text', customerId: '(select id from cust)', channel: '$2::text', messageId: '$6::text', text: '$7::text', targetsJson: '$22', when: STARTS })},
+    ${cancelSlotHoldersCtes('$20', STARTS)},
     ex as (
-      ${insertExecutionRowsSql('$11', STARTS)}
+      -- After \`replaced\` (referenced): the replaced holders leave the slot before the new rows take it.
+      ${insertExecutionRowsSql('$11', `${STARTS} and (select count(*) from replaced) >= 0`)}
+    ),
+    queued as (
+      ${insertQueuedExecutionRowsSql('$11', STARTS, '$19', 'ex')}
     ),
     first_started as (
       select p.id from jsonb_array_elements_text($10::jsonb) with ordinality p(id, n) where p.id in (select id from ex) order by p.n limit 1
     ),
     fired as (
-      ${insertFiringRowsSql('$12', STARTS, 'ex')}
+      ${insertFiringRowsSql('$12', STARTS, '(select id from ex union all select id from queued)', '$19')}
     ),
     msg as (
       ${insertInboundMessageSql(
@@ -200,7 +227,15 @@ const write = (name: string, customer: string) => ({
        where $17::jsonb is not null and not (select created from cust) and (select old_name from cust) is distinct from $5::text`)}
     )
     select v.current, exists (select 1 from dup) as duplicate, exists (select 1 from cust) as written, claim.id, claim.workflow_id, claim.waiting_key,
-           array(select id from ex) as started
+           array(select id from ex) as started, array(select id from queued) as queued, array(select jsonb_build_object('id', id, 'workflow_id', data->>'workflow_id') from replaced) as replaced,
+           array(select jsonb_build_object('id', id, 'workflow_id', workflow_id, 'trigger_id', trigger_id, 'opened', false) from joined
+                 union all select jsonb_build_object('id', id, 'workflow_id', workflow_id, 'trigger_id', trigger_id, 'opened', true) from opened) as bursts,
+           -- Write again: a replace that could not start (the statement's snapshot missed a newer holder), or a
+           -- debounced target neither joined nor opened while the customer's row moved since the snapshot (a
+           -- burst opened meanwhile is invisible to this snapshot: the next one sees it).
+           case when exists (select 1 from jsonb_array_elements_text($21::jsonb) r(id) where ${STARTS} and r.id not in (select id from ex))
+                  or (${STARTS} and (select raced from cust) and ${burstMissedSql('$22')})
+                then concurrency_retry() end as retry
       from (select check_message_target_version($1::text, $18::bigint) as current) v left join claim on true`,
 });
 
@@ -214,17 +249,44 @@ export interface WrittenMessage {
   waiting: ClaimedWait | undefined;
   /** The executions to start on Temporal after the statement. */
   started: PendingExecution[];
-  /** The starts the workflows' concurrency rule skipped: an execution for the customer was running. */
+  /** The starts the workflows' concurrency rule skipped (an execution for the customer was running), queued, or that replaced one. */
   skipped: SkippedStart[];
+  queued: PendingExecution[];
+  /** The executions a `replace` start cancelled: their Temporal runs are cancelled after the commit. */
+  replaced: ReplacedExecution[];
+  /** The bursts the message joined or opened (their debouncers start after the commit). */
+  bursts: DebouncedBurst[];
   /** The time the message's rows carry. */
   receivedAt: Date;
 }
 
-/** A start the concurrency rule skipped (`on_conflict: "skip"`), with the slot it found held. */
-export interface SkippedStart {
-  workflowId: string;
-  triggerId: string | null;
-  concurrencyKey: string;
+/** A debounced burst a message joined, or opened (`opened`). */
+export interface DebouncedBurst {
+  id: string;
+  workflow_id: string;
+  trigger_id: string | null;
+  opened: boolean;
+}
+
+export type { SkippedStart } from './message.conflicts';
+
+/** The `message.received` outbox row of an inbound message (`customerId` null when the statement resolves it). */
+export function messageReceivedEvent(organizationId: string, messageId: string, customerId: string | null, msg: InboundMessage, now: Date) {
+  return eventRow({
+    organizationId,
+    type: 'message.received',
+    occurredAt: now,
+    data: {
+      message_id: messageId,
+      customer_id: customerId,
+      external_id: msg.customer_id,
+      channel: msg.channel,
+      text: msg.message,
+      metadata: msg.metadata ?? {},
+      ...(msg.provider_message_id !== undefined ? { provider_message_id: msg.provider_message_id } : {}),
+      execution_id: null,
+    },
+  });
 }
 
 /** Writes the message and everything it starts or answers, in one statement (see above). */
@@ -240,23 +302,11 @@ export async function writeMessage(
   const plan = planStarts(targets, { organizationId, customerId, messageId, msg, language, now });
   const name = msg.customer?.name ?? null;
   const customerData = { customer_id: customerId, external_id: msg.customer_id, channel: msg.channel, name };
-  const received = eventRow({
-    organizationId,
-    type: 'message.received',
-    occurredAt: now,
-    data: {
-      message_id: messageId,
-      customer_id: customerId,
-      external_id: msg.customer_id,
-      channel: msg.channel,
-      text: msg.message,
-      metadata: msg.metadata ?? {},
-      ...(msg.provider_message_id !== undefined ? { provider_message_id: msg.provider_message_id } : {}),
-      execution_id: null,
-    },
-  });
+  const received = messageReceivedEvent(organizationId, messageId, customerId, msg, now);
   const json = (v: unknown) => JSON.stringify(v);
-  const [row] = await hotQuery<{ duplicate: boolean; written: boolean; id: string | null; started: string[] } & ClaimedWait>(pool, targets.customerId ? WRITE_KNOWN_CUSTOMER : WRITE_NEW_CUSTOMER, [
+  const [row] = await hotQuery<
+    { duplicate: boolean; written: boolean; id: string | null; started: string[]; queued: string[]; replaced: ReplacedExecution[]; bursts: DebouncedBurst[] } & ClaimedWait
+  >(pool, targets.customerId ? WRITE_KNOWN_CUSTOMER : WRITE_NEW_CUSTOMER, [
     organizationId, // $1
     msg.channel, // $2
     msg.customer_id, // $3
@@ -275,17 +325,14 @@ export async function writeMessage(
     json(eventRow({ organizationId, type: 'customer.created', data: customerData, occurredAt: now })), // $16
     name === null ? null : json(eventRow({ organizationId, type: 'customer.updated', data: { ...customerData, changed: ['name'] }, occurredAt: now })), // $17
     targets.version, // $18
+    json(plan.conflicts.queue), // $19
+    json(plan.conflicts.replaceKeys), // $20
+    json(plan.conflicts.replace), // $21
+    json(plan.bursts), // $22
   ]);
   if (row!.duplicate) throw new Redelivery();
   if (!row!.written) throw new CustomerExists();
   const claimed = row!.id === null ? undefined : { id: row!.id, workflow_id: row!.workflow_id, waiting_key: row!.waiting_key };
-  if (claimed) return { messageId, customerId, waiting: claimed, started: [], skipped: [], receivedAt: now };
-  const inserted = new Set(row!.started);
-  const started: PendingExecution[] = [];
-  const skipped: SkippedStart[] = [];
-  plan.starts.forEach((p, i) => {
-    if (inserted.has(p.executionId)) started.push(p);
-    else skipped.push({ workflowId: p.workflowInput.workflowId, triggerId: p.triggerId, concurrencyKey: plan.keys[i]! });
-  });
-  return { messageId, customerId, waiting: undefined, started, skipped, receivedAt: now };
+  if (claimed) return { messageId, customerId, waiting: claimed, started: [], skipped: [], queued: [], replaced: [], bursts: [], receivedAt: now };
+  return { messageId, customerId, waiting: undefined, ...sortStarts(plan, row!), bursts: row!.bursts, receivedAt: now };
 }

@@ -29,6 +29,7 @@ import {
 import { openSecret } from '../../secrets';
 import type { Services } from '../../services';
 import { fireTrigger } from '../triggers/trigger-firing';
+import { resolveCustomerRef } from '../customers/customer-ref';
 import type { Trigger } from '../triggers/trigger.entity';
 import { toTriggerExecutionOut } from '../triggers/trigger.out';
 import { TriggerExecutionOut, type WebhookTriggerConfig } from '../triggers/trigger.schemas';
@@ -124,12 +125,15 @@ async function claimWebhookId(services: Services, key: string): Promise<void> {
 }
 
 async function fire(ctx: Context, services: Services, triggers: TriggerService, trigger: Trigger, input: Record<string, unknown>): Promise<void> {
+  // An input naming a customer (`customer_id`) gives the execution that customer, and its workflow's per-customer concurrency rule.
+  const customerId = await resolveCustomerRef(services.orm.em.fork(), trigger.organizationId, trigger.channel, input.customer_id);
   const fired = await fireTrigger(services, {
     organizationId: trigger.organizationId,
     triggerId: trigger.id,
     workflowId: trigger.workflowId,
     channel: trigger.channel,
     input,
+    ...(customerId ? { customerId } : {}),
     metadata: { source: 'webhook', user_agent: ctx.get('user-agent') || null, request_id: ctx.state.requestId ?? null },
   });
   const row = await triggers.getExecution(trigger.organizationId, trigger.id, fired.triggerExecutionId);

@@ -338,6 +338,60 @@ export async function latencyHistogram(em: EntityManager, scope: Scope, period: 
 }
 
 /**
+ * What /performance needs by hour, over the period: starts per clock hour (keys as
+ * `bucketLabel(…, 'hour')`; the peak), starts per UTC hour of day (`HH:00`) and the merged
+ * latency histogram. Whole UTC days come from `analytics_daily` (`started_by_hour`,
+ * `latency_hist`: a year is ~365 rows per key, not ~8760), the partial edge days from the
+ * hours (`analytics_hourly` and the live edge hours), as every other read.
+ */
+export async function hourlyShape(
+  em: EntityManager,
+  scope: Scope,
+  period: Period,
+): Promise<{ byClockHour: Map<string, number>; byHourOfDay: Map<string, number>; histogram: Histogram }> {
+  const { whole, edges } = split(period, DAY_MS);
+  const byClockHour = new Map<string, number>();
+  const hist = new Map<number, number>();
+  const addStarts = (label: string, n: number) => byClockHour.set(label, (byClockHour.get(label) ?? 0) + n);
+  const addHist = (b: number, n: number) => hist.set(b, (hist.get(b) ?? 0) + n);
+  const reads: Array<Promise<void>> = [];
+  if (whole) {
+    const f = scopeFilter(scope, 'd');
+    reads.push(
+      em
+        .execute<Array<{ day: string; lo: number | null; hours: string; hlo: number | null; hist: string }>>(
+          // Parsed here, as the hourly histograms are: cheaper than unnesting the arrays in SQL.
+          `select to_char(d.day, 'YYYY-MM-DD') as day, array_lower(d.started_by_hour, 1) as lo, array_to_string(d.started_by_hour, ',', '0') as hours,
+                  array_lower(d.latency_hist, 1) as hlo, array_to_string(d.latency_hist, ',', '0') as hist
+             from analytics_daily d
+            where ${f.sql} and d.day >= ?::date and d.day < ?::date and (cardinality(d.started_by_hour) > 0 or cardinality(d.latency_hist) > 0)`,
+          [...f.params, isoDay(whole.start), isoDay(whole.end)],
+        )
+        .then((rows) => {
+          for (const r of rows) {
+            if (r.lo !== null) {
+              r.hours.split(',').forEach((n, i) => n !== '0' && addStarts(`${r.day}T${String(r.lo! + i).padStart(2, '0')}:00:00Z`, Number(n)));
+            }
+            if (r.hlo !== null) r.hist.split(',').forEach((n, i) => n !== '0' && addHist(r.hlo! + i, Number(n)));
+          }
+        }),
+    );
+  }
+  for (const edge of edges) {
+    reads.push(
+      sumCountersBy(em, scope, edge, ['bucket'], 'hour').then((r) => {
+        for (const [label, c] of r.bucket!) addStarts(label, c.started);
+      }),
+      latencyHistogram(em, scope, edge).then((h) => h.forEach(([b, n]) => addHist(b, n))),
+    );
+  }
+  await Promise.all(reads);
+  const byHourOfDay = new Map<string, number>();
+  for (const [label, n] of byClockHour) byHourOfDay.set(`${label.slice(11, 13)}:00`, (byHourOfDay.get(`${label.slice(11, 13)}:00`) ?? 0) + n);
+  return { byClockHour, byHourOfDay, histogram: [...hist].filter(([, n]) => n > 0).sort((a, b) => a[0] - b[0]) };
+}
+
+/**
  * Distinct customers of the executions started in the period (or, with `inbound`, of the
  * customers' inbound messages), in total and per bucket. Whole UTC days come from
  * `analytics_customer_days`, the partial edge days from the facts; `hour` buckets read the
@@ -457,12 +511,16 @@ async function customersFromReturns(
         `with e as materialized (select distinct date_trunc('${granularity}', c.at, 'UTC') as bs, c.channel, c.customer_id from (${edges.sql}) c(at, channel, customer_id)),
               p as materialized (
                 select e.*, not exists ${probe('?::date', '?::date')} as fresh,
-                       not exists ${probe(`greatest(${bs}, ?::date)`, `least((${bs} + interval '1 ${granularity}')::date, ?::date)`)} as fresh_in_bucket
+                       -- A bucket of an edge day has no whole days at day granularity (and a partial
+                       -- week or month may have none): no probe then, the customer is new to it.
+                       case when greatest(${bs}, ?::date) < least((${bs} + interval '1 ${granularity}')::date, ?::date)
+                            then not exists ${probe(`greatest(${bs}, ?::date)`, `least((${bs} + interval '1 ${granularity}')::date, ?::date)`)}
+                            else true end as fresh_in_bucket
                   from e)
          select 'total' as kind, '' as key, count(distinct customer_id)::int as n from p where fresh
          union all
          select 'bucket', to_char((bs at time zone 'UTC')::date, 'YYYY-MM-DD'), count(distinct customer_id)::int from p where fresh_in_bucket group by bs`,
-        [...edges.params, o, w, a, b, o, w, a, b],
+        [...edges.params, o, w, a, b, a, b, o, w, a, b],
       ),
     );
   }

@@ -4,12 +4,12 @@
  * filters, grouping, granularity), which the workflow reads.
  */
 import { EntitySchema, OptionalProps } from '@mikro-orm/core';
-import { fileColumns, type FileRecord, type OptionalFileColumns } from '../files/file-record.entity';
+import { FileColumns, FileColumnsSchema, type FileRecord, type OptionalFileColumns } from '../files/file-record.entity';
 
 export const REPORT_STATUSES = ['generating', 'completed', 'failed', 'expired'] as const;
 export type ReportStatus = (typeof REPORT_STATUSES)[number];
 
-export class Report implements FileRecord {
+export class Report extends FileColumns implements FileRecord {
   [OptionalProps]?: 'description' | OptionalFileColumns;
   id!: string;
   organizationId!: string;
@@ -18,16 +18,11 @@ export class Report implements FileRecord {
   format!: 'csv' | 'json' | 'pdf';
   request!: Record<string, unknown>;
   status!: ReportStatus;
-  fileKey: string | null = null;
-  fileSize: number | null = null;
-  errorMessage: string | null = null;
-  createdAt: Date = new Date();
-  completedAt: Date | null = null;
-  expiresAt: Date | null = null;
 }
 
-export const ReportSchema = new EntitySchema<Report>({
+export const ReportSchema = new EntitySchema<Report, FileColumns>({
   class: Report,
+  extends: FileColumnsSchema,
   tableName: 'reports',
   properties: {
     id: { type: 'string', primary: true },
@@ -37,6 +32,5 @@ export const ReportSchema = new EntitySchema<Report>({
     format: { type: 'string' },
     request: { type: 'json' },
     status: { type: 'string' },
-    ...fileColumns,
   },
 });

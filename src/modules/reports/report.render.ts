@@ -3,12 +3,14 @@
  * group, csv-stringify), JSON (the whole result), or PDF (pdfkit: title, period and
  * filters, a table per group and a line chart of each group's granularity series, drawn
  * with pdfkit's own vector operations: no browser, no native canvas).
+ * pdfkit is loaded on the first PDF, not with the module: its fonts and layout engine cost
+ * about 0.25 s at start-up (more under jest), which every API process and every test file
+ * that boots the app would otherwise pay without rendering a PDF.
  */
 import { PassThrough, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { stringify } from 'csv-stringify';
-import PDFDocument from 'pdfkit';
 import type { Services } from '../../services';
 import type { Granularity } from '../metrics/execution-metrics';
 import { computeReportData, type ReportData, type ReportGroup, type ReportGroupBy, type ReportMetric, type ReportMetricValue } from './report.data';
@@ -52,6 +54,8 @@ function csvRows(req: StoredRequest, data: ReportData): unknown[][] {
 }
 
 function renderPdf(report: Report, req: StoredRequest, data: ReportData, generatedAt: Date, out: PassThrough): void {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const PDFDocument = require('pdfkit') as typeof import('pdfkit');
   const doc = new PDFDocument({ size: 'A4', margin: 50, info: { Title: report.name, Producer: 'Workflow Automation Service' } });
   doc.pipe(out);
   const left = doc.page.margins.left;

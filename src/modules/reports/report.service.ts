@@ -11,7 +11,7 @@ import { newId } from '../../ids';
 import type { Services } from '../../services';
 import { temporalUiLink } from '../../temporal-ui';
 import { reportWorkflowId } from '../../../temporal/reports.shared';
-import { estimatedCompletion, type FileHandle, FileRecords } from '../files/file-records';
+import { estimatedCompletion, type FileHandle, type FileJobService, FileRecords } from '../files/file-records';
 import { dispatchStart as dispatchJob } from '../starts/durable-start';
 import { JOBS } from '../starts/job-starts';
 import { resolvePeriod } from '../metrics/execution-metrics';
@@ -21,14 +21,14 @@ import type { ReportIn, ReportOut } from './report.schemas';
 
 type ReportRequest = z.output<typeof ReportIn>;
 
-export class ReportService {
+export class ReportService implements FileJobService<ReportRequest, z.output<typeof ReportOut>> {
   private readonly records: FileRecords<Report>;
 
   constructor(private readonly services: Services) {
     this.records = new FileRecords(services, Report, 'report', 'generating');
   }
 
-  async createReport(organizationId: string, body: ReportRequest): Promise<z.output<typeof ReportOut>> {
+  async create(organizationId: string, body: ReportRequest): Promise<z.output<typeof ReportOut>> {
     resolvePeriod(body.filters.start_date, body.filters.end_date);
     await this.records.requireWorkflows(organizationId, body.filters.workflow_ids);
     const id = newId('report');
@@ -46,15 +46,15 @@ export class ReportService {
     return this.toReportOut(record);
   }
 
-  async getReport(organizationId: string, id: string) {
+  async get(organizationId: string, id: string) {
     return this.toReportOut(await this.records.find(organizationId, id));
   }
 
-  async listReports(organizationId: string, page: Page) {
+  async list(organizationId: string, page: Page) {
     return await this.records.list(organizationId, page, (r) => this.toReportOut(r));
   }
 
-  async downloadReport(organizationId: string, id: string): Promise<FileHandle> {
+  async download(organizationId: string, id: string): Promise<FileHandle> {
     return await this.records.download(organizationId, id, (r) => ({
       filename: `${slug(r.name)}-${r.id}.${r.format}`,
       contentType: REPORT_CONTENT_TYPES[r.format],

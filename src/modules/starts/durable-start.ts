@@ -17,7 +17,7 @@
  * (`StartKind`); executions are registered by executions/execution.starter.ts, the other
  * jobs by starts/job-starts.ts.
  */
-import type { SearchAttributePair } from '@temporalio/common';
+import type { Priority, SearchAttributePair } from '@temporalio/common';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { SqlRunner } from '../../db/hot-query';
@@ -30,12 +30,14 @@ export interface StartOptions extends WorkflowMetadata {
   args: unknown[];
   searchAttributes: SearchAttributePair[];
   memo?: Record<string, unknown>;
+  /** The organization's fair share of the task queue (temporal/fairness.shared.ts). */
+  priority: Priority;
 }
 
 /** One kind of durably started work; `S` is what one start needs. */
 export interface StartKind<S> {
   /** The owner's table (its module writes the rows; this module stamps `temporal_started_at` on its behalf). */
-  table: 'executions' | 'exports' | 'reports' | 'replays' | 'dry_runs' | 'webhook_recoveries';
+  table: 'executions' | 'exports' | 'reports' | 'replays' | 'dry_runs' | 'webhook_recoveries' | 'messages' | 'debounce_bursts';
   workflowType: string;
   /** The workflow id scheme (docs/architecture.md, "Workflow ids"), from the row's id. */
   workflowId: (id: string) => string;
@@ -48,11 +50,12 @@ export interface StartKind<S> {
   idOf: (start: S) => string;
   options: (start: S, services: Services) => StartOptions;
   /**
-   * The reconciler's claim: the rows committed active but never confirmed started, older
-   * than the grace (bindings: grace in ms, batch size), oldest first, locked `for update
-   * skip locked` so that several workers share the work.
+   * The reconciler's claim of ONE row committed active but never confirmed started, older
+   * than the grace, oldest first among the organizations served least this round: a single
+   * statement (built with `claimOneSql`) that sets the row's lease and returns it. Bindings:
+   * lease in ms, grace in ms, ids to leave out, organizations served this round.
    */
-  unstartedSql: string;
+  claimSql: string;
   /** A claimed row, as the start it stands for (the workflow's input is rebuilt from committed rows only). */
   fromRow: (row: never, services: Services) => S;
   /** Runs just before the Temporal call (the crash tests stop a process there). */
@@ -78,7 +81,7 @@ export function workflowStartOptions<S>(services: Services, kind: StartKind<S>, 
 
 /**
  * Starts the workflow of a committed row and stamps it: on `em` (the reconciler's
- * transaction, which holds the row locked), with `stamp` (a batch of stamps), or on a fresh
+ * connection, whose claim holds the row), with `stamp` (a batch of stamps), or on a fresh
  * connection. Never throws for a Temporal outage (nor waits on one longer than
  * TEMPORAL_CALL_TIMEOUT_MS): the row stays unstamped and the reconciler starts it later.
  * Returns whether the start is confirmed.
@@ -110,17 +113,66 @@ export async function dispatchStart<S>(
 }
 
 /**
- * Starts every row of `kind` committed active whose start was never confirmed and that is
- * older than `graceMs` (so it does not race the API's own attempt). Returns how many
- * starts it confirmed.
+ * How long a reconciler's claim on a row keeps other processes off it: longer than the
+ * Temporal call it makes (RECONCILE_TEMPORAL_TIMEOUT_MS) and the stamp after it. A process
+ * that dies holding a claim delays that row's start by at most this.
  */
-export async function reconcileStarts<S>(services: Services, kind: StartKind<S>, opts: { graceMs: number; batch?: number }): Promise<number> {
+export const START_CLAIM_LEASE_MS = RECONCILE_TEMPORAL_TIMEOUT_MS + 20_000;
+
+/**
+ * The claim statement of a kind's table: leases the oldest row matching `unstarted` (a
+ * condition on the table's columns whose one binding is the grace in ms) that nobody holds,
+ * of an organization not served yet this round if there is one, and returns it. The row
+ * lock of `for update skip locked` lasts this statement only, so no lock is ever held across
+ * a Temporal call. Bindings: lease ms, grace ms, ids to leave out, organizations served
+ * (both comma-separated: the query builder would spread an array into a list).
+ */
+export function claimOneSql(table: StartKind<unknown>['table'], unstarted: string, oldestFirst: string): string {
+  return `update ${table} set start_claimed_until = now() + (? * interval '1 millisecond')
+     where id = (select id from ${table}
+                  where ${unstarted}
+                    and (start_claimed_until is null or start_claimed_until < now())
+                    and id <> all(string_to_array(?, ','))
+                  order by organization_id = any(string_to_array(?, ',')), ${oldestFirst}
+                  limit 1
+                  for update skip locked)
+     returning *`;
+}
+
+/**
+ * Starts every row of `kind` committed active whose start was never confirmed and that is
+ * older than `graceMs` (so it does not race the API's own attempt), up to `batch` rows,
+ * taking the organizations in turn (round-robin, each one's oldest first): one
+ * organization's backlog of unstarted rows (a flood whose starts were cut off) does not
+ * hold up another's (docs/performance.md, "Fair sharing between organizations").
+ * Each row is claimed by a statement of its own (committed at once), then started with no
+ * transaction open, then stamped: a slow or hung Temporal call holds up that row only, and
+ * other processes' passes claim the rows after it meanwhile. A start that fails gives its
+ * claim back and is not tried again this pass. Returns how many starts it confirmed.
+ */
+export async function reconcileStarts<S>(
+  services: Services,
+  kind: StartKind<S>,
+  opts: { graceMs: number; batch?: number; timeoutMs?: number },
+): Promise<number> {
+  const em = services.orm.em.fork();
+  const tried: string[] = [];
+  // The organizations served this round; when the claim comes back to one of them, every
+  // organization with rows waiting has had its turn, and a new round begins.
+  let served: string[] = [];
   let confirmed = 0;
-  await services.orm.em.fork().transactional(async (tx) => {
-    const rows = await tx.execute<never[]>(kind.unstartedSql, [opts.graceMs, opts.batch ?? 100]);
-    for (const row of rows) {
-      if (await dispatchStart(services, kind, kind.fromRow(row, services), { em: tx, timeoutMs: RECONCILE_TEMPORAL_TIMEOUT_MS })) confirmed++;
-    }
-  });
+  while (tried.length < (opts.batch ?? 100)) {
+    const [row] = await em.execute<Array<{ id: string; organization_id: string }>>(kind.claimSql, [START_CLAIM_LEASE_MS, opts.graceMs, tried.join(','), served.join(',')]);
+    if (!row) break;
+    tried.push(row.id);
+    served = served.includes(row.organization_id) ? [row.organization_id] : [...served, row.organization_id];
+    if (await dispatchStart(services, kind, kind.fromRow(row as never, services), { em, timeoutMs: opts.timeoutMs ?? RECONCILE_TEMPORAL_TIMEOUT_MS })) confirmed++;
+    else await releaseStartClaim(em, kind.table, row.id);
+  }
   return confirmed;
+}
+
+/** Gives a claim back after a failed start, so the next pass (any process's) retries it instead of waiting out the lease. */
+export async function releaseStartClaim(em: SqlRunner, table: StartKind<unknown>['table'], id: string): Promise<void> {
+  await em.execute(`update ${table} set start_claimed_until = null where id = ? and temporal_started_at is null`, [id]);
 }

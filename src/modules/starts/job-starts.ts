@@ -11,8 +11,9 @@ import { EXPORT_WORKFLOW_TYPE, exportWorkflowId, REPORT_WORKFLOW_TYPE, reportWor
 import { REPLAY_WORKFLOW_TYPE, replayWorkflowId, type ReplayWorkflowInput } from '../../../temporal/replays.shared';
 import { DRY_RUN_WORKFLOW_TYPE, dryRunWorkflowId, type DryRunWorkflowInput } from '../../../temporal/dry-runs.shared';
 import { jobMetadata } from '../../temporal-metadata';
+import { organizationPriority } from '../../../temporal/fairness.shared';
 import { WEBHOOK_RECOVERY_WORKFLOW_TYPE, webhookRecoveryWorkflowId, type WebhookRecoveryWorkflowInput } from '../../../temporal/webhook-recoveries.shared';
-import type { StartKind } from './durable-start';
+import { claimOneSql, type StartKind } from './durable-start';
 
 type JobMetadataKind = Parameters<typeof jobMetadata>[1];
 
@@ -26,10 +27,8 @@ export interface JobRow {
 }
 
 /** A job table's unconfirmed starts: its `status` is `activeStatus` until the workflow ends it. */
-const unstartedJobs = (table: StartKind<JobRow>['table'], activeStatus: string) =>
-  `select * from ${table}
-    where status = '${activeStatus}' and temporal_started_at is null and created_at < now() - (? * interval '1 millisecond')
-    order by created_at limit ? for update skip locked`;
+const claimUnstartedJob = (table: StartKind<JobRow>['table'], activeStatus: string) =>
+  claimOneSql(table, `status = '${activeStatus}' and temporal_started_at is null and created_at < now() - (? * interval '1 millisecond')`, 'created_at');
 
 function jobKind(k: {
   table: StartKind<JobRow>['table'];
@@ -54,8 +53,9 @@ function jobKind(k: {
       args: [k.input(row, services)],
       searchAttributes: [{ key: SearchAttributeKeys.organizationId, value: row.organization_id }, ...(k.searchAttributes?.(row) ?? [])],
       ...jobMetadata(services.config, k.metadata, row),
+      priority: organizationPriority(row.organization_id),
     }),
-    unstartedSql: unstartedJobs(k.table, k.activeStatus),
+    claimSql: claimUnstartedJob(k.table, k.activeStatus),
     fromRow: (row: JobRow) => row,
   };
 }

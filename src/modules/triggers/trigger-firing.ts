@@ -14,6 +14,11 @@
  *
  * A firing that cannot start an execution (workflow not active) is recorded as a `failed`
  * trigger execution with its error; `fireTrigger` then throws that error.
+ *
+ * A firing for a customer is subject to its workflow's per-customer concurrency rule
+ * (executions/execution.slot.ts): skipped (recorded `skipped` with the reason as its error
+ * code, no execution), queued (its execution starts when the database promotes it), or
+ * replacing the running execution (whose Temporal run is cancelled after the commit).
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { conflict, DomainError, notFound } from '../../errors';
@@ -21,6 +26,8 @@ import { newId } from '../../ids';
 import type { Services } from '../../services';
 import { recordEvent } from '../events/outbox';
 import { dispatchExecution, type PendingExecution, recordExecution } from '../executions/execution.starter';
+import { recordSlottedExecution, type SlotOutcome } from '../executions/execution.slot';
+import { sendTemporalCancel } from '../executions/execution.canceller';
 import { TriggerExecution } from './trigger.entity';
 import type { MessageTriggerConfig } from './trigger.schemas';
 import { transactionalRetrying } from '../../db/transaction';
@@ -87,11 +94,14 @@ export interface FireTriggerRequest {
    * the same key returns the first firing instead of recording a second one.
    */
   sourceKey?: string;
+  /** The inbound message that started it (a debounced burst's first), for conversation journeys. */
+  messageId?: string;
 }
 
 export interface FireTriggerResult {
   triggerExecutionId: string;
-  executionId: string;
+  /** Null when the workflow's concurrency rule skipped the start (the firing is `skipped`). */
+  executionId: string | null;
 }
 
 export const triggerNotActive = (id: string) => conflict('TRIGGER_NOT_ACTIVE', `Trigger ${id} is not active; activate or resume it first`);
@@ -105,6 +115,12 @@ export interface RecordedFiring {
   workflowId: string;
   /** The execution to start after the commit; null when the firing failed. */
   pending: PendingExecution | null;
+  /**
+   * What the workflow's concurrency rule did (a firing with a customer): a `queued` or
+   * `skipped` execution is not started after the commit; a `started` one may have replaced
+   * executions, whose Temporal runs are cancelled after the commit. Undefined: no rule (no customer).
+   */
+  slot?: SlotOutcome;
   /** Why no execution could start (409 WORKFLOW_NOT_ACTIVE), recorded on the failed firing. */
   error: DomainError | null;
 }
@@ -118,26 +134,24 @@ export interface RecordedFiring {
 export async function recordTriggerFiring(tx: EntityManager, req: FireTriggerRequest): Promise<RecordedFiring> {
   const fired = await checkTriggerCanFire(tx, req);
   let pending: PendingExecution | null = null;
+  let slot: SlotOutcome | undefined;
   let error: DomainError | null = null;
+  const start = {
+    organizationId: req.organizationId, workflowId: fired.workflow_id, triggerId: req.triggerId, channel: req.channel, input: req.input,
+    ...(req.messageId ? { messageId: req.messageId } : {}),
+  };
   try {
-    pending = await recordExecution(
-      tx,
-      {
-        organizationId: req.organizationId,
-        workflowId: fired.workflow_id,
-        triggerId: req.triggerId,
-        ...(req.customerId ? { customerId: req.customerId } : {}),
-        channel: req.channel,
-        input: req.input,
-      },
-    );
+    // A firing for a customer is subject to its workflow's per-customer concurrency rule.
+    if (req.customerId) ({ pending, slot } = await recordSlottedExecution(tx, { ...start, customerId: req.customerId }));
+    else pending = await recordExecution(tx, start);
   } catch (err) {
-    // recordExecution checks the workflow before it writes anything.
+    // Both check the workflow before they write anything.
     if (!(err instanceof DomainError) || (err.code !== 'WORKFLOW_NOT_ACTIVE' && err.code !== 'WORKFLOW_NOT_FOUND')) throw err;
     error = workflowNotActive(fired.workflow_id);
   }
-  const te = addFiring(tx, req, fired, pending?.executionId ?? null, error);
-  return { triggerExecutionId: te.id, workflowId: fired.workflow_id, pending, error };
+  const skipped = slot?.action === 'skipped' ? (slot.queueFull ? QUEUE_FULL : ALREADY_RUNNING) : null;
+  const te = addFiring(tx, req, fired, skipped ? null : pending?.executionId ?? null, error, skipped);
+  return { triggerExecutionId: te.id, workflowId: fired.workflow_id, pending: skipped ? null : pending, error, ...(slot ? { slot } : {}) };
 }
 
 /**
@@ -151,13 +165,18 @@ export async function fireTrigger(services: Services, req: FireTriggerRequest): 
 
   if (req.sourceKey) {
     const previous = await em.findOne(TriggerExecution, { triggerId: req.triggerId, sourceKey: req.sourceKey });
-    if (previous?.executionId) return { triggerExecutionId: previous.id, executionId: previous.executionId };
+    if (previous?.executionId || previous?.status === 'skipped') return { triggerExecutionId: previous.id, executionId: previous.executionId };
     if (previous) throw conflict(previous.errorCode ?? 'TRIGGER_EXECUTION_FAILED', previous.errorMessage ?? 'Trigger execution failed');
   }
 
   const recorded = await transactionalRetrying(em, (tx) => recordTriggerFiring(tx, req));
-  if (!recorded.pending) throw recorded.error ?? workflowNotActive(recorded.workflowId);
-  await dispatchExecution(services, recorded.pending);
+  if (recorded.error) throw recorded.error;
+  if (!recorded.pending) return { triggerExecutionId: recorded.triggerExecutionId, executionId: null };
+  if (recorded.slot?.action === 'started') {
+    for (const id of recorded.slot.replaced) services.background.run('replaced execution cancel', () => sendTemporalCancel(services, id));
+  }
+  // A queued execution is started once the database promotes it (the reconciler).
+  if (recorded.slot?.action !== 'queued') await dispatchExecution(services, recorded.pending);
   return { triggerExecutionId: recorded.triggerExecutionId, executionId: recorded.pending.executionId };
 }
 
@@ -179,13 +198,17 @@ async function checkTriggerCanFire(tx: EntityManager, req: FireTriggerRequest): 
   return { workflow_id: row.workflow_id, type: row.type, now: new Date() };
 }
 
-/** Adds the firing (running, or failed with `failure`) and its `trigger.activated` event to `tx`. */
+/**
+ * Adds the firing (running; failed with `failure`; or skipped by the concurrency rule, with
+ * the reason as its error code) and its `trigger.activated` event to `tx`.
+ */
 function addFiring(
   tx: EntityManager,
   req: FireTriggerRequest,
   fired: { workflow_id: string; type: string; now: Date },
   executionId: string | null,
   failure: DomainError | null,
+  skipped: SkipReason | null,
 ): TriggerExecution {
   const { now } = fired;
   const te = tx.create(TriggerExecution, {
@@ -196,14 +219,14 @@ function addFiring(
     executionId,
     customerId: req.customerId ?? null,
     channel: req.channel,
-    status: failure ? 'failed' : 'running',
+    status: failure ? 'failed' : skipped ? 'skipped' : 'running',
     input: req.input,
     metadata: firingMetadata(req.metadata, now),
-    errorCode: failure?.code ?? null,
+    errorCode: failure?.code ?? skipped,
     errorMessage: failure?.message ?? null,
     sourceKey: req.sourceKey ?? null,
     triggeredAt: now,
-    completedAt: failure ? now : null,
+    completedAt: failure || skipped ? now : null,
   });
   recordEvent(tx, {
     organizationId: req.organizationId,
@@ -241,20 +264,27 @@ const FIRING_COLUMNS = 'id, organization_id, trigger_id, workflow_id, execution_
 
 /** Why a firing started nothing because its workflow's execution for the customer is still running. */
 export const ALREADY_RUNNING = 'already_running';
+/** Why a firing started nothing under `on_conflict: "queue"`: `QUEUE_LIMIT` executions already wait for the slot. */
+export const QUEUE_FULL = 'queue_full';
+export type SkipReason = typeof ALREADY_RUNNING | typeof QUEUE_FULL;
 
 /**
  * The INSERT of the firings an inbound message records in its own statement
  * (inbound/message.writes.ts): the rows of the JSON array `rowsJson` (`FiringRow`s; a SQL
  * expression), when `when` holds. `startedIds` is a relation of the execution ids the
  * statement inserted (a CTE's name): a firing whose execution is not among them was skipped
- * by the workflow's concurrency rule and is recorded `skipped` (reason `already_running`,
- * completed at once, no execution).
+ * by the workflow's concurrency rule and is recorded `skipped` (completed at once, no
+ * execution) with its reason: `queue_full` when its execution was to queue (the JSON array
+ * `queueIds`), else `already_running`.
  */
-export const insertFiringRowsSql = (rowsJson: string, when: string, startedIds: string) =>
+export const insertFiringRowsSql = (rowsJson: string, when: string, startedIds: string, queueIds: string) =>
   `insert into trigger_executions (${FIRING_COLUMNS}, error_code, completed_at)
       select r.id, r.organization_id, r.trigger_id, r.workflow_id, case when s.id is null then null else r.execution_id end,
              r.customer_id, r.channel, case when s.id is null then 'skipped' else r.status end, r.input, r.metadata, r.triggered_at,
-             case when s.id is null then '${ALREADY_RUNNING}' end, case when s.id is null then r.triggered_at end
+             case when s.id is null then
+               case when r.execution_id in (select jsonb_array_elements_text(${queueIds}::jsonb)) then '${QUEUE_FULL}' else '${ALREADY_RUNNING}' end
+             end,
+             case when s.id is null then r.triggered_at end
         from jsonb_populate_recordset(null::trigger_executions, ${rowsJson}::jsonb) r
         left join ${startedIds} s on s.id = r.execution_id
        where ${when}`;

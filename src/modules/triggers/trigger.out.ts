@@ -8,6 +8,7 @@ import { openSecret } from '../../secrets';
 import type { Trigger } from './trigger.entity';
 import type { TriggerExecutionDetailOut, TriggerExecutionOut, TriggerRecordOut } from './trigger.schemas';
 import type { ExecutionRow } from './trigger.service';
+import { ALREADY_RUNNING, QUEUE_FULL } from './trigger-firing';
 
 /** The webhook secret (stored sealed: src/secrets.ts) is shown on create, get and update, never in list items. */
 export function toTriggerOut(t: Trigger, config: Config, opts: { withSecret: boolean } = { withSecret: true }): z.output<typeof TriggerRecordOut> {
@@ -55,6 +56,12 @@ export function toTriggerExecutionOut(row: ExecutionRow): z.output<typeof Trigge
   };
 }
 
+/** Why the workflow's concurrency rule skipped a firing (its `error.code`), in words. */
+const SKIP_MESSAGES: Record<string, string> = {
+  [ALREADY_RUNNING]: "The workflow's execution for this customer is still running; the concurrency rule started none",
+  [QUEUE_FULL]: "The workflow's queue for this customer is full; the concurrency rule started none",
+};
+
 export function toTriggerExecutionDetailOut(row: ExecutionRow): z.output<typeof TriggerExecutionDetailOut> {
   const base = toTriggerExecutionOut(row);
   const metadata = { user_agent: null, ...row.metadata, timestamp: iso(row.triggered_at)! } as { user_agent: string | null; timestamp: string };
@@ -65,6 +72,8 @@ export function toTriggerExecutionDetailOut(row: ExecutionRow): z.output<typeof 
     error:
       row.status === 'failed'
         ? { code: row.error_code ?? 'TRIGGER_EXECUTION_FAILED', type: row.error_type, message: row.error_message ?? 'Trigger execution failed' }
-        : null,
+        : row.status === 'skipped'
+          ? { code: row.error_code ?? ALREADY_RUNNING, type: null, message: SKIP_MESSAGES[row.error_code ?? ALREADY_RUNNING] ?? SKIP_MESSAGES[ALREADY_RUNNING]! }
+          : null,
   };
 }

@@ -12,7 +12,7 @@ import { isoDateTime } from '../../http/validation';
 import { Timestamp } from '../../http/openapi';
 import { z } from '../../http/zod';
 import { DailyMetricOut, MetricsCountersOut, metricsQueryFields, PeriodOut } from '../metrics/execution-metrics';
-import { Channel } from '../workflows/workflow.schemas';
+import { Channel, checkDebounce, debounceFields } from '../workflows/workflow.schemas';
 import { TRIGGER_STATUSES, TRIGGER_TYPES } from './trigger.entity';
 
 export const NAME_MAX = 200;
@@ -55,7 +55,9 @@ export const MessageTriggerConfig = z
       .max(35)
       .optional(),
     channel: Channel.optional(),
+    ...debounceFields,
   })
+  .superRefine(checkDebounce)
   .openapi('MessageTriggerConfig');
 export type MessageTriggerConfig = z.output<typeof MessageTriggerConfig>;
 
@@ -201,8 +203,11 @@ export const TriggerTransitionOut = z
   })
   .openapi('TriggerTransition');
 
-/** `skipped`: the workflow's concurrency rule started nothing (its execution for the customer was still running). */
-export const TRIGGER_EXECUTION_STATUSES = ['success', 'failed', 'running', 'skipped'] as const;
+/**
+ * `skipped`: the workflow's concurrency rule started nothing (its execution for the customer
+ * was still running); `queued`: its execution waits for the customer's running one.
+ */
+export const TRIGGER_EXECUTION_STATUSES = ['success', 'failed', 'running', 'queued', 'skipped'] as const;
 
 export const TriggerExecutionOut = z
   .object({
@@ -221,7 +226,13 @@ export const TriggerExecutionOut = z
 export const TriggerExecutionDetailOut = TriggerExecutionOut.extend({
   input: z.record(z.string(), z.unknown()).and(z.object({ metadata: z.object({ user_agent: z.string().nullable(), timestamp: Timestamp }).passthrough() })),
   output: z.object({ workflow_execution_id: z.string().nullable(), workflow_status: z.string().nullable() }),
-  error: z.object({ code: z.string(), type: z.string().nullable(), message: z.string() }).nullable(),
+  error: z
+    .object({ code: z.string(), type: z.string().nullable(), message: z.string() })
+    .nullable()
+    .openapi({
+      description:
+        'Why a `failed` firing started nothing; for a `skipped` one, the concurrency rule\'s reason: `already_running` (the execution for the customer runs) or `queue_full`',
+    }),
 }).openapi('TriggerExecutionDetail');
 
 export const TriggerExecutionListQuery = z.strictObject({

@@ -61,7 +61,7 @@ export interface ExecutionRow {
   execution_id: string | null;
   customer_id: string | null;
   channel: string;
-  status: 'success' | 'failed' | 'running' | 'skipped';
+  status: 'success' | 'failed' | 'running' | 'queued' | 'skipped';
   workflow_status: string | null;
   input: Record<string, unknown>;
   metadata: Record<string, unknown>;

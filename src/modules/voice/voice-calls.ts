@@ -77,12 +77,15 @@ export async function recordCallStart(
   }
   customer.messageCount += 1;
   customer.lastMessageAt = now;
+  // The call's message starts the execution, as a message starts one on the other channels (conversation journeys follow it).
+  const messageId = newId('message');
   const pending = workflowId
     ? await recordExecution(em, {
         organizationId,
         workflowId,
         customerId: customer.id,
         channel: 'voice',
+        messageId,
         input: { message: '', call_sid: call.callSid, from: call.from, to: call.to, channel_connection_id: c.id },
       })
     : undefined;
@@ -90,7 +93,7 @@ export async function recordCallStart(
   await em.flush();
   const metadata = { type: 'call', call_sid: call.callSid, to: call.to, channel_connection_id: c.id };
   const message = em.create(ConversationMessage, {
-    id: newId('message'),
+    id: messageId,
     organizationId,
     customerId: customer.id,
     channel: 'voice',
@@ -137,11 +140,18 @@ export async function recordAnswer(em: EntityManager, callSid: string, next: num
     ]);
 }
 
-/** Twilio's status callback said the call is over; returns false when it was already recorded. */
-export async function recordCallEnd(em: EntityManager, callSid: string, status: string): Promise<boolean> {
+/**
+ * Twilio's status callback said the call is over, with its `CallDuration` in seconds when it
+ * was answered (the duration engagement analytics give the call's session); returns false
+ * when the end was already recorded (a retried callback changes nothing).
+ */
+export async function recordCallEnd(em: EntityManager, callSid: string, status: string, durationSeconds: number | undefined): Promise<boolean> {
   const rows = await em
     .getConnection()
-    .execute<Array<{ call_sid: string }>>('update voice_calls set ended_at = now(), end_status = ? where call_sid = ? and ended_at is null returning call_sid', [status, callSid]);
+    .execute<Array<{ call_sid: string }>>(
+      'update voice_calls set ended_at = now(), end_status = ?, duration_seconds = ? where call_sid = ? and ended_at is null returning call_sid',
+      [status, durationSeconds ?? null, callSid],
+    );
   return rows.length > 0;
 }
 

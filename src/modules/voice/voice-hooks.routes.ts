@@ -31,6 +31,7 @@ import type { VoiceItem } from '../../../temporal/voice.shared';
 import type { ChannelConnection } from '../channels/channel.entity';
 import { ChannelService, channelNotFound } from '../channels/channel.service';
 import type { InboundServices } from '../inbound/inbound-state';
+import { markReplyDelivered } from '../conversations/conversation.writes';
 import { receiveMessage } from '../inbound/message.service';
 import { callWorkflowOf, findCall, keepPendingReply, outboundSince, recordAnswer, recordCallEnd, recordCallStart, type VoiceCallRow } from './voice-calls';
 import { voiceHookUrl } from './voice-hook-url';
@@ -53,6 +54,12 @@ const CallRequest = z.object({
   From: z.string().min(1).max(64),
   To: z.string().min(1).max(64),
   CallStatus: z.string().max(32).optional(),
+  // Seconds, on the status callback of a call that ended (Twilio sends it with `completed`).
+  CallDuration: z
+    .string()
+    .regex(/^\d{1,9}$/, 'CallDuration must be a whole number of seconds')
+    .transform(Number)
+    .optional(),
   SpeechResult: z.string().max(4096).optional(),
   Digits: z.string().max(64).optional(),
   Confidence: z.string().max(32).optional(),
@@ -100,7 +107,7 @@ async function answer(services: InboundServices, c: ChannelConnection, req: Call
   const call = await findCall(em, c.id, req.CallSid);
   const hasInput = req.SpeechResult !== undefined || req.Digits !== undefined;
   if (req.CallStatus !== undefined && ENDED_STATUSES.has(req.CallStatus) && !hasInput) {
-    if (call && (await recordCallEnd(em, call.call_sid, req.CallStatus)) && call.execution_id) await signalCallEnded(services, call.execution_id, req.CallStatus);
+    if (call && (await recordCallEnd(em, call.call_sid, req.CallStatus, req.CallDuration)) && call.execution_id) await signalCallEnded(services, call.execution_id, req.CallStatus);
     return emptyTwiml();
   }
   if (!call) return await firstRequest(services, em, c, req, hookUrl);
@@ -108,7 +115,13 @@ async function answer(services: InboundServices, c: ChannelConnection, req: Call
   let reply = call.pending_reply ?? undefined;
   if (hasInput) reply = await recordReply(services, em, c, call, req);
   const outcome = await takeTurn(services, call.execution_id, { from: call.answered, ...(reply ? { reply } : {}) });
-  return await render(services, em, call, outcome, hookUrl);
+  // The turn's Update carried the reply (the run drops a reply it has, by message id): stamped
+  // beside the cursor's move, not before it.
+  const [twiml] = await Promise.all([
+    render(services, em, call, outcome, hookUrl),
+    reply && outcome.kind === 'answer' ? markReplyDelivered(em, reply.messageId) : undefined,
+  ]);
+  return twiml;
 }
 
 async function firstRequest(services: InboundServices, em: EntityManager, c: ChannelConnection, req: CallRequest, hookUrl: string): Promise<string> {
@@ -150,7 +163,7 @@ async function recordReply(services: InboundServices, em: EntityManager, c: Chan
     metadata: { type: speech ? 'speech' : 'dtmf', call_sid: call.call_sid, channel_connection_id: c.id, ...(speech && req.Confidence ? { confidence: req.Confidence } : {}) },
     // One reply per answered turn: Twilio retrying the same Gather result records it once.
     provider_message_id: `${call.call_sid}:${call.answered}`,
-  });
+  }, undefined, { replyDelivery: 'caller' });
   const reply = { messageId: received.result.message_id, text };
   await keepPendingReply(em, call.call_sid, reply);
   return reply;
@@ -201,6 +214,7 @@ export function registerVoiceHookDocs(registry: OpenAPIRegistry): void {
               From: z.string().openapi({ example: '+14155550123' }),
               To: z.string().openapi({ example: '+14155550100' }),
               CallStatus: z.string().optional(),
+              CallDuration: z.string().optional().openapi({ description: 'Seconds, on the status callback of an ended call; the call’s session duration in engagement analytics', example: '42' }),
               SpeechResult: z.string().optional(),
               Digits: z.string().optional(),
               Confidence: z.string().optional(),
@@ -212,7 +226,7 @@ export function registerVoiceHookDocs(registry: OpenAPIRegistry): void {
     },
     responses: {
       200: { description: 'TwiML', headers: responseHeaders([]), content: { 'text/xml': { schema: z.string().openapi({ example: '<?xml version="1.0" encoding="UTF-8"?><Response><Say>Hello!</Say><Hangup/></Response>' }) } } },
-      400: error('INVALID_REQUEST: not a Twilio voice request (no CallSid, From or To), or NUL characters'),
+      400: error('INVALID_REQUEST: not a Twilio voice request (no CallSid, From or To, or a CallDuration that is not whole seconds), or NUL characters'),
       403: error('INVALID_SIGNATURE, or WRONG_NUMBER: a call to another number than the connection’s'),
       404: error('CHANNEL_NOT_FOUND: no such twilio_voice connection'),
       405: error('METHOD_NOT_ALLOWED'),

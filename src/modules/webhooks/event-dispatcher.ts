@@ -13,10 +13,11 @@
  * dispatcher keeps polling every `TAIL_POLL_MS` for `TAIL_MS` (a one-statement check while
  * nothing is there) before it waits for the next NOTIFY or WEBHOOK_DISPATCH_POLL_MS.
  */
-import { Client as PgClient } from 'pg';
+import { deliveryTimingOf } from '../../config';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { TypedSearchAttributes, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { hotQuery } from '../../db/hot-query';
+import { type Listening, listenTo } from '../../db/listen';
 import type { Services } from '../../services';
 import { webhookDeliveryMetadata } from '../../temporal-metadata';
 import { SearchAttributeKeys } from '../../../temporal/shared';
@@ -66,7 +67,7 @@ async function mapLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<v
 export class EventDispatcher {
   private stopped = true;
   private loopDone: Promise<void> | undefined;
-  private listener: PgClient | undefined;
+  private listener: Listening | undefined;
   private wakePending = false;
   /** When the last NOTIFY arrived or the last batch found events (ms since the epoch). */
   private lastActivity = 0;
@@ -89,7 +90,8 @@ export class EventDispatcher {
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
-    void this.listen();
+    // Woken by each insert; on (re)connect, events may have arrived before we listened.
+    this.listener = listenTo({ databaseUrl: this.services.config.DATABASE_URL, channel: EVENTS_CHANNEL, logger: this.services.logger }, () => this.notify(), () => this.notify());
     this.loopDone = this.loop();
   }
 
@@ -97,9 +99,8 @@ export class EventDispatcher {
     this.stopped = true;
     this.notify();
     await this.loopDone;
-    const l = this.listener;
+    await this.listener?.stop();
     this.listener = undefined;
-    await l?.end().catch(() => undefined);
   }
 
   /** Dispatches one batch; returns how many events it stamped. */
@@ -136,7 +137,7 @@ export class EventDispatcher {
       webhookId: hook.id,
       organizationId: event.organization_id,
       retryPolicy: { max_retries: hook.max_retries, retry_delay_ms: hook.retry_delay_ms },
-      httpTimeoutMs: this.services.config.WEBHOOK_TIMEOUT_MS,
+      ...deliveryTimingOf(this.services.config),
     };
     try {
       await this.services.temporal.client.workflow.start(WEBHOOK_DELIVERY_WORKFLOW_TYPE, {
@@ -228,32 +229,6 @@ export class EventDispatcher {
       this.idle = n < this.batchSize && !tailPoll;
       woken = n >= this.batchSize || (await this.waitForWake(tailPoll ? TAIL_POLL_MS : this.pollMs));
       this.idle = false;
-    }
-  }
-
-  /** LISTEN for inserts; on any connection error fall back to polling and retry later. */
-  private async listen(): Promise<void> {
-    if (this.stopped) return;
-    const client = new PgClient({ connectionString: this.services.config.DATABASE_URL });
-    client.on('notification', () => this.notify());
-    client.on('error', () => {
-      if (this.listener === client) this.listener = undefined;
-      void client.end().catch(() => undefined);
-      if (!this.stopped) setTimeout(() => void this.listen(), 2_000).unref();
-    });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${EVENTS_CHANNEL}`);
-      if (this.stopped) {
-        await client.end();
-        return;
-      }
-      this.listener = client;
-      this.notify(); // events may have arrived before we listened
-    } catch (err) {
-      this.services.logger.warn({ err }, 'event LISTEN failed; polling only until it reconnects');
-      await client.end().catch(() => undefined);
-      if (!this.stopped) setTimeout(() => void this.listen(), 2_000).unref();
     }
   }
 }

@@ -15,6 +15,7 @@
  * - the outcome row is written after the start; its primary key (recovery_id, event_id)
  *   keeps every event counted once.
  */
+import { deliveryTimingOf } from '../../config';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
@@ -63,7 +64,7 @@ async function deliverOnce(services: Services, recoveryId: string, organizationI
         webhookId: hook.webhook_id,
         organizationId,
         retryPolicy: { max_retries: hook.max_retries, retry_delay_ms: hook.retry_delay_ms },
-        httpTimeoutMs: services.config.WEBHOOK_TIMEOUT_MS,
+        ...deliveryTimingOf(services.config),
         previousAttempts: row.attempts,
       }),
       memo: { recoveryId },

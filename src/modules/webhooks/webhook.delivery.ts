@@ -110,8 +110,11 @@ const INSERT_LOG_AND_DISABLE_GONE = {
 
 /**
  * After a failed attempt (its log row committed): disable the webhook when every attempt
- * since its last success (or its re-activation) failed, the first of them at least
- * $2 seconds ago, and there are at least $3 of them; with its `webhook.disabled` event.
+ * since its last success (or its re-activation) failed, the last of them (the one just
+ * logged) at least $2 seconds after the first, and there are at least $3 of them; with its
+ * `webhook.disabled` event. The span is read from the attempts' own `delivered_at`, all
+ * stamped by the workers' clock, not against the database's now(): two clocks made the
+ * rule's "$2 seconds" and the logs' visible spread differ by the statements between them.
  * Only failures run it, so deliveries that succeed pay nothing. `and active` in the update
  * makes concurrent failing attempts disable it once: the later one re-checks the row after
  * the first commits and finds it inactive.
@@ -123,15 +126,16 @@ const DISABLE_IF_PERSISTENTLY_FAILING = {
                     coalesce((select max(delivered_at) from webhook_logs where webhook_id = $1 and status = 'success'), '-infinity'),
                     coalesce((select failures_counted_from from webhooks where id = $1), '-infinity')) as after
          ), streak as (
-           select count(*) as attempts, min(delivered_at) as since
+           select count(*) as attempts, min(delivered_at) as since, max(delivered_at) as until
              from webhook_logs, counted where webhook_id = $1 and delivered_at > counted.after
          ), disabled as (
            update webhooks w set active = false, disabled_reason = 'persistent_failure', disabled_at = now(), updated_at = now()
              from streak
-            where w.id = $1 and w.active and streak.attempts >= $3 and streak.since <= now() - make_interval(secs => $2)
+            where w.id = $1 and w.active and streak.attempts >= $3 and streak.until - streak.since >= make_interval(secs => $2)
            returning w.id, w.organization_id, w.name, w.url, w.disabled_reason, w.disabled_at
          )
-         ${disabledEvent('$4')}`,
+         ${disabledEvent('$4')}
+         returning id`,
 };
 
 /**
@@ -228,7 +232,11 @@ export async function performDeliveryAttempt(
   if (gone) await hotQuery(pool, INSERT_LOG_AND_DISABLE_GONE, [...logParams, newId('event')]);
   else await hotQuery(pool, INSERT_LOG, logParams);
   if (result.kind !== 'delivered' && !gone && disablePolicy) {
-    await hotQuery(pool, DISABLE_IF_PERSISTENTLY_FAILING, [row.webhook_id, disablePolicy.afterMs / 1000, disablePolicy.minAttempts, newId('event')]);
+    const disabled = await hotQuery(pool, DISABLE_IF_PERSISTENTLY_FAILING, [row.webhook_id, disablePolicy.afterMs / 1000, disablePolicy.minAttempts, newId('event')]);
+    // The attempt that disabled the webhook ends its delivery: left to retry, a re-activation
+    // during the backoff would have the old event delivered after all ("nothing missed is
+    // replayed", docs/webhooks.md#disabling).
+    if (disabled.length > 0) return { kind: 'final', attempt, message: `${errorMessage ?? 'failed'}; webhook disabled (persistent_failure)` };
   }
   return result;
 }

@@ -48,9 +48,10 @@ const MessageSentEventData = z
     customer_id: z.string(),
     channel: Channel,
     text: z.string(),
-    workflow_id: z.string(),
-    execution_id: z.string(),
-    node_id: z.string(),
+    sender: z.literal('agent').optional().openapi({ description: 'Present for a message a person sent (POST /v1/customers/{id}/messages); absent for a workflow node' }),
+    workflow_id: z.string().nullable().openapi({ description: 'Null for an agent message' }),
+    execution_id: z.string().nullable().openapi({ description: 'Null for an agent message' }),
+    node_id: z.string().nullable().openapi({ description: 'Null for an agent message' }),
   })
   .openapi('MessageSentEventData');
 
@@ -93,6 +94,24 @@ const CustomerEventData = z
     changed: z.array(z.string()).optional().openapi({ description: 'customer.updated: the fields that changed' }),
   })
   .openapi('CustomerEventData');
+
+const HandoffEventData = z
+  .object({
+    handoff_id: z.string(),
+    customer_id: z.string(),
+    external_id: z.string().openapi({ description: "The customer's id on the channel" }),
+    channel: Channel,
+    reason: z.string().nullable().openapi({ description: 'The reason given to POST /v1/customers/{id}/handoff, or `low_confidence` (an ai_response node with `fallback: "handoff"`)' }),
+    since: Timestamp,
+    until: Timestamp.openapi({ description: 'When the handoff ends by itself' }),
+    execution_id: z.string().nullable().openapi({ description: 'The execution that handed the customer off (`low_confidence`), else null' }),
+    ended_at: Timestamp.optional().openapi({ description: 'conversation.handoff_ended' }),
+    end_reason: z
+      .enum(['deleted', 'expired'])
+      .optional()
+      .openapi({ description: 'conversation.handoff_ended: `deleted` (DELETE /v1/customers/{id}/handoff) or `expired` (`until` passed)' }),
+  })
+  .openapi('HandoffEventData');
 
 const FileError = z.object({ code: z.string(), message: z.string() });
 
@@ -159,6 +178,8 @@ export const EVENT_DATA_SCHEMAS: Record<EventType, z.ZodType> = {
   'replay.completed': ReplayCompletedEventData,
   'webhook.disabled': WebhookDisabledEventData,
   'message.status_updated': MessageStatusUpdatedEventData,
+  'conversation.handoff_started': HandoffEventData,
+  'conversation.handoff_ended': HandoffEventData,
 };
 
 /** What each event type means: the catalog's and the OpenAPI `webhooks` entries' descriptions. */
@@ -167,7 +188,7 @@ export const EVENT_DESCRIPTIONS: Record<EventType, string> = {
   'workflow.completed': 'An execution finished, with success or failure (`status`).',
   'workflow.failed': 'An execution failed; sent after its workflow.completed.',
   'message.received': 'A customer message was accepted on a channel.',
-  'message.sent': 'A message node of a workflow sent text to a customer.',
+  'message.sent': 'A message node of a workflow, or a person (an agent message), sent text to a customer.',
   'trigger.activated': 'A trigger fired and started (or resumed) a workflow.',
   'customer.created': 'The first message of a (channel, external id) created a customer.',
   'customer.updated': "A customer's data changed (`changed` lists the fields).",
@@ -180,6 +201,9 @@ export const EVENT_DESCRIPTIONS: Record<EventType, string> = {
     "Delivery switched off another webhook of the organization (410, or every attempt failed for too long); re-activate it with PUT {active: true} (what it missed is not replayed).",
   'message.status_updated':
     'WhatsApp reported a new delivery status of an outbound message (sent, delivered, read or failed); statuses only move forward, each change once.',
+  'conversation.handoff_started':
+    'A customer was handed to a person (POST /v1/customers/{id}/handoff, or an ai_response node below its confidence threshold with `fallback: "handoff"`): their messages start and resume nothing until it ends.',
+  'conversation.handoff_ended': 'A handoff ended: DELETE /v1/customers/{id}/handoff, or its `until` passed. The customer\'s next message starts conversations again.',
 };
 
 export interface EventCatalogEntry {

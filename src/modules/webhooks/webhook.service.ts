@@ -5,6 +5,7 @@
  * of the same event). Every query is scoped to the caller's organization; another
  * organization's webhook is simply not found.
  */
+import { deliveryTimingOf } from '../../config';
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { flushOrConflict } from '../../db/flush';
@@ -186,7 +187,7 @@ export class WebhookService {
       webhookId: hook.id,
       organizationId,
       retryPolicy: { max_retries: hook.maxRetries, retry_delay_ms: hook.retryDelayMs },
-      httpTimeoutMs: this.services.config.WEBHOOK_TIMEOUT_MS,
+      ...deliveryTimingOf(this.services.config),
       previousAttempts: row?.n ?? 0,
     };
     const workflowId = redeliveryWorkflowId(event.id, hook.id, randomBase62(10));

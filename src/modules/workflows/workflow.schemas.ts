@@ -53,7 +53,15 @@ export const AiResponseNode = z
     knowledge_base: z.string().min(1).max(64),
     /** Below this confidence the node answers with `fallback` instead. */
     confidence_threshold: z.number().min(0).max(1).optional(),
-    fallback: z.string().min(1).max(4096).optional(),
+    fallback: z
+      .string()
+      .min(1)
+      .max(4096)
+      .optional()
+      .openapi({
+        description:
+          'The text sent below the threshold; `"handoff"` hands the customer to a person instead (reason `low_confidence`) and ends the execution with the outcome `handed_off` (docs/handoff.md)',
+      }),
   })
   .openapi('AiResponseNode');
 
@@ -91,9 +99,53 @@ export type WorkflowNode = z.output<typeof WorkflowNode>;
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 export const WORKFLOW_NODE_MATCHES_EXECUTION_NODE_SPEC: Same<WorkflowNode, ExecutionNodeSpec> = true;
 
+/** The longest `debounce_ms` of a message trigger, and the longest `max_wait_ms` (a burst never waits longer). */
+export const DEBOUNCE_MAX_MS = 30_000;
+export const MAX_WAIT_CAP_MS = 120_000;
+
+/**
+ * The debounce of a message trigger or a workflow's keyword trigger (docs/executions.md,
+ * "Debounced bursts"): spread into the trigger's object, checked by `checkDebounce`.
+ */
+export const debounceFields = {
+  debounce_ms: z
+    .number()
+    .int()
+    .min(0)
+    .max(DEBOUNCE_MAX_MS)
+    .optional()
+    .openapi({
+      description:
+        'Default 0 (off). Messages of one customer on one channel that arrive within this many ms of the previous one become ONE execution, started this long after the last of them; its input `message` is their texts joined by newlines in arrival order, `message_ids` their ids. Only the first message must match',
+    }),
+  max_wait_ms: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_WAIT_CAP_MS)
+    .optional()
+    .openapi({ description: 'With `debounce_ms`: the execution starts at the latest this long after the burst\'s first message. Default 3 × `debounce_ms`; at least `debounce_ms`' }),
+};
+
+/** `max_wait_ms` below `debounce_ms` would close every burst before its debounce could. */
+export function checkDebounce(v: { debounce_ms?: number | undefined; max_wait_ms?: number | undefined }, ctx: z.core.$RefinementCtx): void {
+  if (v.max_wait_ms !== undefined && v.max_wait_ms < (v.debounce_ms ?? 0)) {
+    ctx.addIssue({ code: 'custom', path: ['max_wait_ms'], message: `max_wait_ms must be at least debounce_ms (${v.debounce_ms})` });
+  }
+}
+
+/** A trigger's debounce in effect, or null (off). */
+export function debounceOf(v: { debounce_ms?: number | undefined; max_wait_ms?: number | undefined }): { debounceMs: number; maxWaitMs: number } | null {
+  const debounceMs = v.debounce_ms ?? 0;
+  if (debounceMs <= 0) return null;
+  return { debounceMs, maxWaitMs: v.max_wait_ms ?? Math.min(3 * debounceMs, MAX_WAIT_CAP_MS) };
+}
+
 export const WorkflowTrigger = z
   .discriminatedUnion('type', [
-    z.strictObject({ type: z.literal('keyword'), keywords: z.array(z.string().min(1).max(100)).min(1).max(50) }),
+    z
+      .strictObject({ type: z.literal('keyword'), keywords: z.array(z.string().min(1).max(100)).min(1).max(50), ...debounceFields })
+      .superRefine(checkDebounce),
     // A phone call on a twilio_voice connection (docs/channels.md, Voice); optionally only that connection's calls.
     z.strictObject({
       type: z.literal('call'),
@@ -112,9 +164,14 @@ export const WorkflowConcurrency = z
     per: z.literal('customer').default('customer'),
     limit: z.literal(1).default(1),
     on_conflict: z
-      .enum(['skip'])
+      .enum(['skip', 'queue', 'replace'])
       .default('skip')
-      .openapi({ description: '`skip`: a message that would start a second execution for the customer starts none for this workflow (its outcome: `action: "skipped", reason: "already_running"`)' }),
+      .openapi({
+        description:
+          '`skip`: a message that would start a second execution for the customer starts none for this workflow (its outcome: `action: "skipped", reason: "already_running"`); ' +
+          '`queue`: the execution is recorded `queued` and starts when the running one ends, in arrival order (at most 10 wait; beyond, `action: "skipped", reason: "queue_full"`); ' +
+          '`replace`: the running execution is cancelled and the new one starts (outcome `action: "started"` with `replaced_execution_id`)',
+      }),
   })
   .openapi('WorkflowConcurrency', { description: 'Default `{per: "customer", limit: 1, on_conflict: "skip"}`. Replies to a waiting form are never subject to it' });
 export type WorkflowConcurrency = z.output<typeof WorkflowConcurrency>;

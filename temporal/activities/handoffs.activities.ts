@@ -1,0 +1,14 @@
+/** Owns the handoff timer's activity: ending a handoff whose `until` passed (src/modules/customers/handoff.service.ts). */
+import type { Services } from '../../src/services';
+import { expireHandoff } from '../../src/modules/customers/handoff.service';
+import type { HandoffExpiryInput } from '../handoffs.shared';
+
+export function createHandoffActivities(deps: { services: Services }) {
+  return {
+    async expireHandoff(input: HandoffExpiryInput): Promise<boolean> {
+      return await expireHandoff(deps.services, input);
+    },
+  };
+}
+
+export type HandoffActivities = ReturnType<typeof createHandoffActivities>;
