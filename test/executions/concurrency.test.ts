@@ -13,6 +13,7 @@ import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { type ChannelProvider, startChannelProvider } from '../helpers/channel-provider';
 import { startTestWorker, type TestWorker } from '../helpers/temporal';
+import { resendWhileUnavailable } from '../helpers/wait';
 import { createActiveWorkflow, waitFor, waitForExecution } from './helpers';
 
 jest.setTimeout(120_000);
@@ -39,17 +40,8 @@ describe('one conversation per customer', () => {
     await provider.close();
   });
 
-  /**
-   * As a client does: a 503 (the database busy on a loaded machine; nothing was written) is
-   * sent again after its Retry-After, so each message is accepted once.
-   */
-  const send = async (app: TestApp, body: object) => {
-    for (let attempt = 1; ; attempt++) {
-      const res = await app.request.post('/v1/messages').set(bearer(key)).send(body);
-      if (res.status !== 503 || attempt >= 5) return res;
-      await new Promise((r) => setTimeout(r, Number(res.headers['retry-after'] ?? 1) * 1000));
-    }
-  };
+  /** As a client does: a 503 (nothing was written) is sent again after its Retry-After, so each message is accepted once. */
+  const send = (app: TestApp, body: object) => resendWhileUnavailable(() => app.request.post('/v1/messages').set(bearer(key)).send(body));
 
   it('20 customers × 5 rapid "hello"s through two API processes start exactly 20 executions; the rest are skipped', async () => {
     // The welcome is held at the provider: every first execution is still running while the burst arrives.

@@ -24,3 +24,19 @@ export async function waitFor<T>(
     await sleep(50);
   }
 }
+
+/**
+ * Sends a request as a well-behaved client does: a 503 (the service changed nothing: the
+ * database or the scheduler was too slow on a loaded machine) is sent again after its
+ * Retry-After, up to `attempts` times. Any other answer is returned as it is.
+ */
+export async function resendWhileUnavailable<R extends { status: number; headers: Record<string, string> }>(
+  send: () => PromiseLike<R>,
+  attempts = 5,
+): Promise<R> {
+  for (let attempt = 1; ; attempt++) {
+    const res = await send();
+    if (res.status !== 503 || attempt >= attempts) return res;
+    await sleep(Number(res.headers['retry-after'] ?? 1) * 1000);
+  }
+}

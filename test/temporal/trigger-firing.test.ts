@@ -8,7 +8,7 @@ import { ScheduleNotFoundError } from '@temporalio/client';
 import { createActivities } from '../../temporal/activities';
 import { triggerScheduleId } from '../../temporal/triggers.shared';
 import { MessageTargetsCache } from '../../src/modules/inbound/message-targets';
-import { waitFor } from '../helpers/wait';
+import { resendWhileUnavailable, waitFor } from '../helpers/wait';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { startTestWorker, type TestWorker } from '../helpers/temporal';
 
@@ -239,13 +239,13 @@ describe('trigger firing', () => {
       expect(desc.action.type).toBe('startWorkflow');
       expect(desc.memo).toMatchObject({ trigger_name: 'Nightly', workflow_name: 'Notify' });
 
-      await t.request.post(`/v1/triggers/${sched.id}/pause`).set(bearer(writer));
+      expect((await resendWhileUnavailable(() => t.request.post(`/v1/triggers/${sched.id}/pause`).set(bearer(writer)))).status).toBe(200);
       expect((await handle.describe()).state.paused).toBe(true);
-      await t.request.post(`/v1/triggers/${sched.id}/resume`).set(bearer(writer));
+      expect((await resendWhileUnavailable(() => t.request.post(`/v1/triggers/${sched.id}/resume`).set(bearer(writer)))).status).toBe(200);
       expect((await handle.describe()).state.paused).toBe(false);
-      await t.request.post(`/v1/triggers/${sched.id}/deactivate`).set(bearer(writer));
+      expect((await resendWhileUnavailable(() => t.request.post(`/v1/triggers/${sched.id}/deactivate`).set(bearer(writer)))).status).toBe(200);
       expect((await handle.describe()).state.paused).toBe(true);
-      await t.request.post(`/v1/triggers/${sched.id}/activate`).set(bearer(writer));
+      expect((await resendWhileUnavailable(() => t.request.post(`/v1/triggers/${sched.id}/activate`).set(bearer(writer)))).status).toBe(200);
       expect((await handle.describe()).state.paused).toBe(false);
 
       const put = await t.request.put(`/v1/triggers/${sched.id}`).set(bearer(writer)).send({ configuration: { cron_expression: '*/15 9-17 * * 1-5', timezone: 'America/New_York' } });
