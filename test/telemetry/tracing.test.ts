@@ -5,7 +5,8 @@
  * them; the test then reads the exported spans and checks the parent/child links from the
  * inbound request (which carries a `traceparent` of ours) through the Temporal start, the
  * workflow run and its activities to the channel provider call, and the webhook delivery's
- * own trace down to its HTTP POST (which carries `traceparent`). It plants known secrets
+ * own trace down to its HTTP POST (which carries `traceparent`), its root span linked to the
+ * conversation's span that recorded the event. It plants known secrets
  * (an API key in `Authorization`, a webhook signing secret, a cookie) and looks for them in
  * every byte the receiver got.
  */
@@ -25,6 +26,7 @@ interface OtlpSpan {
   name: string;
   kind: number;
   attributes?: Array<{ key: string; value: Record<string, unknown> }>;
+  links?: Array<{ traceId: string; spanId: string }>;
   service: string;
 }
 
@@ -186,6 +188,15 @@ describe('tracing: one trace from request to delivery', () => {
     const postChain = ancestors(spans, post).map((s) => s.name);
     expect(postChain.some((n) => n.startsWith('RunActivity:'))).toBe(true);
     expect(postChain.some((n) => n.startsWith('RunWorkflow:'))).toBe(true);
+    // The delivery's trace starts with the dispatcher's span, which links back to the span
+    // of the conversation that recorded the event: inside the run, in the caller's trace.
+    const deliveryRoot = spans.find((s) => s.traceId === deliveryTrace && !s.parentSpanId)!;
+    expect(deliveryRoot).toMatchObject({ name: 'deliver workflow.completed', service: 'workflow-automation-worker' });
+    expect(ancestors(spans, post)).toContain(deliveryRoot);
+    expect(deliveryRoot.links).toEqual([expect.objectContaining({ traceId: callerTrace })]);
+    const cause = spans.find((s) => s.spanId === deliveryRoot.links![0]!.spanId)!;
+    expect(cause.traceId).toBe(callerTrace);
+    expect(ancestors(spans, cause)).toContain(run);
 
     // Log lines written inside the request's trace carry its ids (the access log line).
     const accessLine = await waitFor(

@@ -47,6 +47,7 @@ import { Migration20261221000100_promote_notify } from './Migration2026122100010
 import { Migration20261222000100_window_closed_indexes } from './Migration20261222000100_window_closed_indexes';
 import { Migration20261222000200_daily_hours } from './Migration20261222000200_daily_hours';
 import { Migration20261223000100_finish_rollup } from './Migration20261223000100_finish_rollup';
+import { Migration20261224000100_event_trace_context } from './Migration20261224000100_event_trace_context';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -94,4 +95,5 @@ export const migrationsList = [
   { name: 'Migration20261222000100_window_closed_indexes', class: Migration20261222000100_window_closed_indexes },
   { name: 'Migration20261222000200_daily_hours', class: Migration20261222000200_daily_hours },
   { name: 'Migration20261223000100_finish_rollup', class: Migration20261223000100_finish_rollup },
+  { name: 'Migration20261224000100_event_trace_context', class: Migration20261224000100_event_trace_context },
 ];

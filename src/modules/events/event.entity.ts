@@ -28,13 +28,15 @@ export const EVENT_TYPES = [
 export type EventType = (typeof EVENT_TYPES)[number];
 
 export class OutboxEvent {
-  [OptionalProps]?: 'createdAt' | 'dispatchedAt';
+  [OptionalProps]?: 'createdAt' | 'dispatchedAt' | 'traceContext';
   id!: string;
   organizationId!: string;
   type!: EventType;
   data!: Record<string, unknown>;
   createdAt: Date = new Date();
   dispatchedAt: Date | null = null;
+  /** The `traceparent` of the span that recorded it (telemetry/trace-context.ts); null while tracing is off. */
+  traceContext: string | null = null;
 }
 
 export const OutboxEventSchema = new EntitySchema<OutboxEvent>({
@@ -47,5 +49,6 @@ export const OutboxEventSchema = new EntitySchema<OutboxEvent>({
     data: { type: 'json' },
     createdAt: { type: 'Date', fieldName: 'created_at' },
     dispatchedAt: { type: 'Date', fieldName: 'dispatched_at', nullable: true },
+    traceContext: { type: 'string', fieldName: 'trace_context', nullable: true },
   },
 });

@@ -5,10 +5,15 @@
  * statement of its own composes `insertEventsSql` into it instead (same atomicity, one round
  * trip). The dispatcher's bookkeeping (`markEventsDispatched`, `purgeDispatchedEvents`) is
  * here too, so every write of the table lives in this module.
+ *
+ * Each event keeps the `traceparent` of the span that recorded it (null while tracing is
+ * off): `recordEvent` and the JSON rows take it themselves; a statement that inserts with a
+ * select of its own passes `TRACED_EVENT_COLUMNS` and binds `activeTraceparent()`.
  */
 import type { EntityManager } from '@mikro-orm/core';
 import type { SqlRunner } from '../../db/hot-query';
 import { newId } from '../../ids';
+import { activeTraceparent } from '../../telemetry/trace-context';
 import { type EventType, OutboxEvent } from './event.entity';
 
 export interface EventInput {
@@ -20,20 +25,21 @@ export interface EventInput {
 }
 
 /** The outbox row of an event, for a caller that writes it inside a statement of its own (one round trip). */
-export function outboxEventRow(input: EventInput): Pick<OutboxEvent, 'id' | 'organizationId' | 'type' | 'data' | 'createdAt'> {
+export function outboxEventRow(input: EventInput): Pick<OutboxEvent, 'id' | 'organizationId' | 'type' | 'data' | 'createdAt' | 'traceContext'> {
   return {
     id: newId('event'),
     organizationId: input.organizationId,
     type: input.type,
     data: input.data,
     createdAt: input.occurredAt ?? new Date(),
+    traceContext: activeTraceparent(),
   };
 }
 
 /** `outboxEventRow` with the table's column names, for a JSON parameter read by `jsonb_populate_record(set)(null::events, ...)`. */
 export function outboxEventJson(input: EventInput) {
   const e = outboxEventRow(input);
-  return { id: e.id, organization_id: e.organizationId, type: e.type, data: e.data, created_at: e.createdAt };
+  return { id: e.id, organization_id: e.organizationId, type: e.type, data: e.data, created_at: e.createdAt, trace_context: e.traceContext };
 }
 
 export function recordEvent(em: EntityManager, input: EventInput): OutboxEvent {
@@ -42,13 +48,16 @@ export function recordEvent(em: EntityManager, input: EventInput): OutboxEvent {
 
 /** The columns of an outbox row, in the order `insertEventsSql` expects its SELECT to give them. */
 export const EVENT_COLUMNS = 'id, organization_id, type, data, created_at';
+/** `EVENT_COLUMNS` and the recording span's `traceparent`, for a SELECT that gives that too. */
+export const TRACED_EVENT_COLUMNS = `${EVENT_COLUMNS}, trace_context`;
 
 /**
- * The INSERT of the outbox rows `select` returns (columns as `EVENT_COLUMNS`), for a
+ * The INSERT of the outbox rows `select` returns (its columns as `columns`), for a
  * data-modifying CTE or a statement of the caller's (its other writes and its events commit
  * together).
  */
-export const insertEventsSql = (select: string) => `insert into events (${EVENT_COLUMNS}) ${select}`;
+export const insertEventsSql = (select: string, columns: typeof EVENT_COLUMNS | typeof TRACED_EVENT_COLUMNS = EVENT_COLUMNS) =>
+  `insert into events (${columns}) ${select}`;
 
 /** Stamps the events a dispatcher pass handled (inside its transaction, which holds their rows locked). */
 export async function markEventsDispatched(tx: SqlRunner, ids: string[]): Promise<void> {

@@ -13,7 +13,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SqlRunner } from '../../db/hot-query';
 import { newId } from '../../ids';
 import type { EventType } from '../events/event.entity';
-import { insertEventsSql, outboxEventRow } from '../events/outbox';
+import { insertEventsSql, outboxEventRow, TRACED_EVENT_COLUMNS } from '../events/outbox';
+import { activeTraceparent } from '../../telemetry/trace-context';
 import { insertOutboundMessage } from '../conversations/conversation.writes';
 import { countOutboundMessageSql } from '../customers/customer.writes';
 import type { ErrorType, ExecutionStatus } from './execution.entity';
@@ -106,12 +107,12 @@ function outboundMessageWrites(ctx: ExecutionContext & { customerId: string }, m
           ), counted as (
             ${countOutboundMessageSql('exists (select 1 from m)')}
           ), sent as (
-            ${insertEventsSql('select ?, ?, ?, ?::jsonb, ? where exists (select 1 from m)')}
+            ${insertEventsSql('select ?, ?, ?, ?::jsonb, ?, ? where exists (select 1 from m)', TRACED_EVENT_COLUMNS)}
           )`,
     bindings: [
       ...message.bindings,
       ctx.customerId,
-      event.id, event.organizationId, event.type, JSON.stringify(event.data), event.createdAt,
+      event.id, event.organizationId, event.type, JSON.stringify(event.data), event.createdAt, event.traceContext,
     ],
   };
 }
@@ -309,6 +310,7 @@ export async function finishExecution(em: SqlRunner, executionId: string, c: Com
 function finishWrites(executionId: string, c: Completion): { sql: string; bindings: unknown[] } {
   // The event data is `workflowEventData` (execution.starter.ts) built from the updated row,
   // plus the error fields for workflow.failed.
+  const traceparent = activeTraceparent();
   return {
     // The customer's row is locked before the execution's (`slot_order`): the order of a
     // message statement, so the promotion of a queued execution (`promote_queued_execution`,
@@ -327,10 +329,12 @@ function finishWrites(executionId: string, c: Completion): { sql: string; bindin
                   jsonb_build_object('workflow_id', workflow_id, 'execution_id', id, 'status', status, 'duration_ms', coalesce(duration_ms, 0),
                                      'customer_id', customer_id, 'channel', channel) as data
      ), events as (
-       ${insertEventsSql(`
-       select ?, organization_id, ?, data, completed_at from e
-       union all
-       select ?, organization_id, ?, data || ?::jsonb, completed_at from e where ? = 'failed'`)}
+       ${insertEventsSql(
+         `select ?, organization_id, ?, data, completed_at, ?::text from e
+          union all
+          select ?, organization_id, ?, data || ?::jsonb, completed_at, ?::text from e where ? = 'failed'`,
+         TRACED_EVENT_COLUMNS,
+       )}
      )`,
     bindings: [
       executionId,
@@ -343,9 +347,11 @@ function finishWrites(executionId: string, c: Completion): { sql: string; bindin
       c.status,
       newId('event'),
       'workflow.completed' satisfies EventType,
+      traceparent,
       newId('event'),
       'workflow.failed' satisfies EventType,
       JSON.stringify({ error_type: c.errorType ?? null, error_message: c.errorMessage ?? null }),
+      traceparent,
       c.status,
     ],
   };

@@ -14,7 +14,7 @@ import { hotQuery } from '../../db/hot-query';
 import { newId } from '../../ids';
 import { insertInboundMessageSql } from '../conversations/conversation.writes';
 import { countInboundCustomerCtes } from '../customers/customer.writes';
-import { EVENT_COLUMNS, insertEventsSql, outboxEventJson as eventRow } from '../events/outbox';
+import { insertEventsSql, outboxEventJson as eventRow, TRACED_EVENT_COLUMNS } from '../events/outbox';
 import type { InboundServices } from './inbound-state';
 import type { InboundMessage } from './inbound-message';
 import { messageReceivedEvent, Redelivery } from './message.writes';
@@ -47,12 +47,12 @@ const WRITE = {
     ),
     ev as (
       ${insertEventsSql(`
-      select r.id, r.organization_id, r.type, jsonb_set(r.data, '{customer_id}', to_jsonb(cust.id)), r.created_at
+      select r.id, r.organization_id, r.type, jsonb_set(r.data, '{customer_id}', to_jsonb(cust.id)), r.created_at, r.trace_context
         from jsonb_populate_record(null::events, $10::jsonb) r, cust
       union all
-      select r.id, r.organization_id, r.type, jsonb_set(r.data, '{customer_id}', to_jsonb(cust.id)), r.created_at
+      select r.id, r.organization_id, r.type, jsonb_set(r.data, '{customer_id}', to_jsonb(cust.id)), r.created_at, r.trace_context
         from jsonb_populate_record(null::events, $11::jsonb) r, cust
-       where $11::jsonb is not null and cust.old_name is distinct from $4::text`)}
+       where $11::jsonb is not null and cust.old_name is distinct from $4::text`, TRACED_EVENT_COLUMNS)}
     )
     select (select id from handed) as customer_id, exists (select 1 from dup) as duplicate`,
 };

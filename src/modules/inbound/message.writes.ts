@@ -64,7 +64,7 @@ import { hotQuery } from '../../db/hot-query';
 import { newId } from '../../ids';
 import { insertInboundMessageSql } from '../conversations/conversation.writes';
 import { countInboundCustomerCtes, type InboundCustomerSql, insertInboundCustomerCte } from '../customers/customer.writes';
-import { EVENT_COLUMNS, insertEventsSql, outboxEventJson as eventRow } from '../events/outbox';
+import { insertEventsSql, outboxEventJson as eventRow, TRACED_EVENT_COLUMNS } from '../events/outbox';
 import { cancelSlotHoldersCtes, claimOpenWaitCtes } from '../executions/execution.recorder';
 import {
   concurrencyKey,
@@ -215,16 +215,16 @@ const write = (name: string, customer: string) => ({
     ),
     ev as (
       ${insertEventsSql(`
-      select ${EVENT_COLUMNS} from jsonb_populate_recordset(null::events, $13::jsonb)
+      select ${TRACED_EVENT_COLUMNS} from jsonb_populate_recordset(null::events, $13::jsonb)
        where ${STARTS} and (type <> 'workflow.started' or data->>'execution_id' in (select id from ex))
       union all
-      select r.id, r.organization_id, r.type, case when claim.id is null then r.data else jsonb_set(r.data, '{execution_id}', to_jsonb(claim.id)) end, r.created_at
+      select r.id, r.organization_id, r.type, case when claim.id is null then r.data else jsonb_set(r.data, '{execution_id}', to_jsonb(claim.id)) end, r.created_at, r.trace_context
         from jsonb_populate_record(null::events, $15::jsonb) r left join claim on true where exists (select 1 from cust)
       union all
-      select ${EVENT_COLUMNS} from jsonb_populate_record(null::events, $16::jsonb) where (select created from cust)
+      select ${TRACED_EVENT_COLUMNS} from jsonb_populate_record(null::events, $16::jsonb) where (select created from cust)
       union all
-      select ${EVENT_COLUMNS} from jsonb_populate_record(null::events, $17::jsonb)
-       where $17::jsonb is not null and not (select created from cust) and (select old_name from cust) is distinct from $5::text`)}
+      select ${TRACED_EVENT_COLUMNS} from jsonb_populate_record(null::events, $17::jsonb)
+       where $17::jsonb is not null and not (select created from cust) and (select old_name from cust) is distinct from $5::text`, TRACED_EVENT_COLUMNS)}
     )
     select v.current, exists (select 1 from dup) as duplicate, exists (select 1 from cust) as written, claim.id, claim.workflow_id, claim.waiting_key,
            array(select id from ex) as started, array(select id from queued) as queued, array(select jsonb_build_object('id', id, 'workflow_id', data->>'workflow_id') from replaced) as replaced,

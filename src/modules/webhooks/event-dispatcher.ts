@@ -12,6 +12,10 @@
  * 50 ms of one that sent it. So after each wake, and each batch that found events, the
  * dispatcher keeps polling every `TAIL_POLL_MS` for `TAIL_MS` (a one-statement check while
  * nothing is there) before it waits for the next NOTIFY or WEBHOOK_DISPATCH_POLL_MS.
+ *
+ * With tracing on, each delivery starts in a trace of its own (a delivery is asynchronous by
+ * design), whose root span links to the span that recorded the event: the conversation's
+ * activity or the request (telemetry/trace-context.ts).
  */
 import { deliveryTimingOf } from '../../config';
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -22,6 +26,7 @@ import type { Services } from '../../services';
 import { webhookDeliveryMetadata } from '../../temporal-metadata';
 import { SearchAttributeKeys } from '../../../temporal/shared';
 import { markEventsDispatched, purgeDispatchedEvents } from '../events/outbox';
+import { inLinkedTrace } from '../../telemetry/trace-context';
 import { deliveryWorkflowId, WEBHOOK_DELIVERY_WORKFLOW_TYPE, newDeliveryStart, type NewDeliveryInput } from '../../../temporal/webhooks.shared';
 
 const PURGE_INTERVAL_MS = 3_600_000;
@@ -40,6 +45,7 @@ interface EventRow {
   id: string;
   organization_id: string;
   type: string;
+  trace_context: string | null;
 }
 interface HookRow {
   id: string;
@@ -108,7 +114,7 @@ export class EventDispatcher {
     const em = this.services.orm.em.fork() as EntityManager;
     return await em.transactional(async (tx) => {
       const events: EventRow[] = await tx.execute(
-        `select id, organization_id, type from events where dispatched_at is null
+        `select id, organization_id, type, trace_context from events where dispatched_at is null
          order by created_at limit ? for update skip locked`,
         [this.batchSize],
       );
@@ -140,7 +146,7 @@ export class EventDispatcher {
       ...deliveryTimingOf(this.services.config),
     };
     try {
-      await this.services.temporal.client.workflow.start(WEBHOOK_DELIVERY_WORKFLOW_TYPE, {
+      await inLinkedTrace(`deliver ${event.type}`, event.trace_context, () => this.services.temporal.client.workflow.start(WEBHOOK_DELIVERY_WORKFLOW_TYPE, {
         taskQueue: this.services.config.TEMPORAL_TASK_QUEUE,
         workflowId: deliveryWorkflowId(event.id, hook.id),
         ...newDeliveryStart(input),
@@ -150,7 +156,7 @@ export class EventDispatcher {
         workflowIdConflictPolicy: 'USE_EXISTING',
         typedSearchAttributes: new TypedSearchAttributes([{ key: SearchAttributeKeys.organizationId, value: event.organization_id }]),
         ...webhookDeliveryMetadata(this.services.config, { eventId: event.id, eventType: event.type, webhookId: hook.id, organizationId: event.organization_id }),
-      });
+      }));
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) return; // an earlier dispatch started it
       throw err;
