@@ -21,5 +21,7 @@ module.exports = {
   // mostly wait on spawned processes and Temporal, their jest process using a third of a
   // core or less, so a third file overlaps those waits (README, "Tests").
   maxWorkers: 3,
+  // The files that start processes of their own are spread through the run, not started together.
+  testSequencer: '<rootDir>/test/helpers/spread-sequencer.js',
   testTimeout: 60000,
 };

@@ -33,8 +33,9 @@ const AT_ONCE = 10;
  * The crash case's window: every burst must still be open when the worker dies, after all
  * 50 customers have written twice and all 50 debouncers have started. On loaded CI machines
  * that took more than 2 s, and once more than 10 s, after the first customers' last message
- * (bursts closed before the kill, and their third messages found none to join). The bursts
- * close only after this window: about 30 s more for this one test.
+ * (bursts closed before the kill, and their third messages found none to join). Its
+ * `max_wait_ms` is the same, so each burst closes this long after its FIRST message, not
+ * this long after the third one sent while no worker ran.
  */
 const CRASH_DEBOUNCE_MS = 30_000;
 
@@ -59,12 +60,20 @@ describe('debounced bursts', () => {
   let other: TestApp;
   let key: string;
   const children: SpawnedProcess[] = [];
+  /** The worker process the cases share; a crash case kills it and starts the next. */
+  let worker: SpawnedProcess | undefined;
 
-  const spawnWorker = async () => {
+  const ensureWorker = async () => {
+    if (worker) return worker;
     const p = spawnService('worker', t, { EXECUTION_RECONCILE_INTERVAL_MS: '200', EXECUTION_RECONCILE_GRACE_MS: '500' });
     children.push(p);
     await p.waitForLine(/worker running/, 60_000);
+    worker = p;
     return p;
+  };
+  const killWorker = async () => {
+    await worker?.kill('SIGKILL');
+    worker = undefined;
   };
 
   /** Through the two API processes in turn, so a burst's messages arrive through both. */
@@ -96,10 +105,8 @@ describe('debounced bursts', () => {
     other = await createTestApp({ ...limits, DATABASE_URL: t.databaseUrl, TEMPORAL_TASK_QUEUE: t.config.TEMPORAL_TASK_QUEUE });
     key = (await t.createKey('admin')).key;
   });
-  afterEach(async () => {
-    for (const c of children.splice(0)) await c.kill('SIGKILL');
-  });
   afterAll(async () => {
+    for (const c of children.splice(0)) await c.kill('SIGKILL');
     await other.close();
     await t.close();
   });
@@ -143,7 +150,7 @@ describe('debounced bursts', () => {
       .send({ name: 'hello, debounced', type: 'message', workflow_id: wf, configuration: { keywords: ['hello'], debounce_ms: DEBOUNCE_MS, max_wait_ms: 20_000 } });
     expect(created.status).toBe(201);
     const triggerId = created.body.data.id as string;
-    await spawnWorker();
+    await ensureWorker();
 
     // A message that matches nothing and finds no open burst starts nothing.
     expect((await post('burst-none', 'just saying')).status).toBe('no_match');
@@ -196,7 +203,7 @@ describe('debounced bursts', () => {
       channel: 'whatsapp',
       configuration: { trigger: { type: 'keyword', keywords: ['ping'], debounce_ms: DEBOUNCE_MS }, nodes: [{ id: 'a', type: 'message', content: 'pong' }] },
     });
-    await spawnWorker();
+    await ensureWorker();
     const customers = Array.from({ length: 5 }, (_, i) => `together-${i}`);
     const answers = await Promise.all(customers.map((c) => Promise.all([1, 2, 3, 4].map((n) => post(c, `ping ${n}`)))));
     for (const a of answers) {
@@ -221,7 +228,7 @@ describe('debounced bursts', () => {
       channel: 'whatsapp',
       configuration: { trigger: { type: 'keyword', keywords: ['quote'], debounce_ms: DEBOUNCE_MS }, nodes: [{ id: 'a', type: 'message', content: 'ok' }] },
     });
-    await spawnWorker();
+    await ensureWorker();
     const send = () =>
       t.request.post('/v1/messages').set(bearer(key)).send({ channel: 'whatsapp', customer_id: 'redelivered', message: 'quote me', provider_message_id: 'wamid.debounce.1' });
     const first = await send();
@@ -238,9 +245,9 @@ describe('debounced bursts', () => {
     const wf = await createActiveWorkflow(t, key, {
       name: 'Debounced keyword',
       channel: 'whatsapp',
-      configuration: { trigger: { type: 'keyword', keywords: ['order'], debounce_ms: CRASH_DEBOUNCE_MS }, nodes: [{ id: 'a', type: 'message', content: 'noted' }] },
+      configuration: { trigger: { type: 'keyword', keywords: ['order'], debounce_ms: CRASH_DEBOUNCE_MS, max_wait_ms: CRASH_DEBOUNCE_MS }, nodes: [{ id: 'a', type: 'message', content: 'noted' }] },
     });
-    const worker = await spawnWorker();
+    await ensureWorker();
     const customers = Array.from({ length: BURSTS }, (_, i) => `crash-burst-${i}`);
     const sent = new Map<string, { texts: string[]; ids: string[] }>(customers.map((c) => [c, { texts: [], ids: [] }]));
     const send = async (customer: string, text: string) => {
@@ -258,14 +265,14 @@ describe('debounced bursts', () => {
       const rows = await t.query<{ n: string }>("select count(*) as n from debounce_bursts where workflow_id = ? and temporal_started_at is not null", [wf]);
       return Number(rows[0]!.n) === BURSTS;
     }, 'every debouncer started');
-    await worker.kill('SIGKILL');
+    await killWorker();
     // What the case is about: every burst still open as its debouncer dies.
     const stillOpen = await t.query<{ n: string }>("select count(*) as n from debounce_bursts where workflow_id = ? and status = 'open'", [wf]);
     expect(Number(stillOpen[0]!.n)).toBe(BURSTS);
 
     // No worker: no burst can close, so these join their bursts whatever the clock says.
     await Promise.all(customers.map((c, i) => send(c, `three ${i}`)));
-    await spawnWorker();
+    await ensureWorker();
 
     const rows = await executionsOf(wf, BURSTS);
     expect(rows).toHaveLength(BURSTS);
@@ -284,6 +291,8 @@ describe('debounced bursts', () => {
       channel: 'whatsapp',
       configuration: { trigger: { type: 'keyword', keywords: ['refund'], debounce_ms: DEBOUNCE_MS }, nodes: [{ id: 'a', type: 'message', content: 'on it' }] },
     });
+    // No worker until the checks below: its reconciler would start the debouncer first.
+    await killWorker();
     const port = await freePort();
     const api = spawnService('api', t, { PORT: String(port), FAILPOINTS: 'message.after_commit' });
     children.push(api);
@@ -306,7 +315,7 @@ describe('debounced bursts', () => {
     const next = await post('api-crash-burst', 'it was 42 dollars');
     expect(next.executions).toEqual([expect.objectContaining({ action: 'debounced', opened: false, burst_id: burst!.id })]);
 
-    await spawnWorker();
+    await ensureWorker();
     const [execution] = await executionsOf(wf, 1);
     expect(execution!.input).toEqual({ message: 'refund please\nit was 42 dollars', message_ids: [execution!.message_id, next.message_id] });
     expect(await t.query('select id from executions where workflow_id = ?', [wf])).toHaveLength(1);
