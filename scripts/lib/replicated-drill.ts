@@ -203,8 +203,38 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     const killAt = Math.floor(opts.messages * 0.4);
     let fires = 0;
     let ticks = 0;
+    let ticksAsked = 0;
     let lastTick = 0;
     const scheduleHandle = tclient.schedule.getHandle(triggerScheduleId(String(scheduled.id)));
+    const actionRuns = async () => new Set((await scheduleHandle.describe()).info.recentActions.map((a) => a.action.workflow.workflowId));
+    /**
+     * One tick, asked of Temporal while the load runs, counted once the schedule has started
+     * a run it had not started before. A scheduled run's id carries its time to the second,
+     * so two ticks the schedule takes within one second (on a loaded server, requests sent
+     * 1.1 s apart can be taken together; or a tick and the cron's minute) share one run: the
+     * tick is then asked again. A call a loaded Temporal times out is asked again too.
+     */
+    const tickOnce = async () => {
+      for (let attempt = 1; attempt <= 5; attempt++) {
+        await sleep(lastTick + 1100 - Date.now());
+        lastTick = Date.now();
+        const before = await actionRuns().catch(() => undefined);
+        const asked = before && (await scheduleHandle.trigger(ScheduleOverlapPolicy.ALLOW_ALL).then(
+          () => true,
+          (err: unknown) => (log(`schedule trigger failed (attempt ${attempt}): ${String(err)}`), false),
+        ));
+        if (!asked) continue;
+        const started = await until('the tick to start a run', async () => [...(await actionRuns())].some((run) => !before.has(run)), 15_000).then(
+          () => true,
+          () => (log(`schedule tick started no new run (attempt ${attempt}): asked again`), false),
+        );
+        if (started) {
+          ticks++;
+          return;
+        }
+      }
+    };
+    let tickChain = Promise.resolve();
     let restarted: Promise<void> | undefined;
     let cutOffClaims = 0;
     let restartFailure: string | undefined;
@@ -218,22 +248,9 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
         fires++;
         launch({ kind: 'fire', idempotencyKey: `fire-${fires}`, path: `/v1/triggers/${String(apiTrigger.id)}/fire`, body: { drill_fire: fires }, status: 0, inUse: 0 }, n + 1);
       }
-      // Ticks at least 1.1 s apart: a scheduled run's id carries its time to the second.
-      if (n % tickEvery === 0 && ticks < opts.ticks) {
-        // A loaded Temporal may time the call out (whether it ticked then is counted below,
-        // from the runs): tried again, so the figure holds the ticks that were asked for.
-        for (let attempt = 1; attempt <= 3; attempt++) {
-          await sleep(lastTick + 1100 - Date.now());
-          lastTick = Date.now();
-          const ok = await scheduleHandle.trigger(ScheduleOverlapPolicy.ALLOW_ALL).then(
-            () => true,
-            (err: unknown) => (log(`schedule trigger failed (attempt ${attempt}): ${String(err)}`), false),
-          );
-          if (ok) {
-            ticks++;
-            break;
-          }
-        }
+      if (n % tickEvery === 0 && ticksAsked < opts.ticks) {
+        ticksAsked++;
+        tickChain = tickChain.then(tickOnce);
       }
       if (n === killAt) {
         log(`SIGKILL API 0 and worker 0 mid-load (${inFlight.size} requests in flight), restarting them`);
@@ -275,6 +292,7 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
       await sleep(1000 / opts.rate);
     }
     await Promise.all(inFlight);
+    await tickChain;
     await restarted;
     if (restartFailure) throw new Error(`restarting API 0 and worker 0 failed: ${restartFailure}`);
     figures.ticks_triggered = ticks;
