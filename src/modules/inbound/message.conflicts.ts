@@ -116,8 +116,32 @@ export async function reportConflicts(
   if (recorded.queued.length > 0 && result.status === 'no_match') result.status = 'queued';
   if (recorded.skipped.length === 0) return;
   if (result.status === 'no_match') result.status = 'skipped';
-  const holders = await runningExecutionIds(services.hotPool, organizationId, recorded.skipped.map((s) => s.concurrencyKey), recorded.receivedAt);
+  const holders = await slotHolders(services, organizationId, recorded.skipped, recorded.receivedAt);
   for (const s of recorded.skipped) {
     result.executions.push({ id: holders.get(s.concurrencyKey) ?? null, workflow_id: s.workflowId, trigger_id: s.triggerId, action: 'skipped', reason: s.reason });
   }
+}
+
+/** Tries of the holders' lookup, and the wait before each next one. */
+const HOLDER_LOOKUP_WAITS_MS = [0, 250, 1_000, 2_000];
+
+/**
+ * The executions holding the skipped starts' slots. The lookup runs after the commit: the
+ * message is recorded, and its answer must say so. A failed lookup (on a loaded machine,
+ * the pool busy past its acquire timeout) must not become a 503, which a client would resend
+ * as a second message. It is tried again, and if it still fails each skip is answered
+ * without its holder's id (null, as when the holder has ended since).
+ */
+async function slotHolders(services: InboundServices, organizationId: string, skipped: SkippedStart[], before: Date): Promise<Map<string, string>> {
+  let last: unknown;
+  for (const wait of HOLDER_LOOKUP_WAITS_MS) {
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    try {
+      return await runningExecutionIds(services.hotPool, organizationId, skipped.map((s) => s.concurrencyKey), before);
+    } catch (err) {
+      last = err;
+    }
+  }
+  services.logger.warn({ err: last, organization_id: organizationId }, 'the running executions of skipped starts could not be read after the commit; answered without their ids');
+  return new Map();
 }

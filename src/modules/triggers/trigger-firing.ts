@@ -171,13 +171,20 @@ export async function fireTrigger(services: Services, req: FireTriggerRequest): 
 
   const recorded = await transactionalRetrying(em, (tx) => recordTriggerFiring(tx, req));
   if (recorded.error) throw recorded.error;
-  if (!recorded.pending) return { triggerExecutionId: recorded.triggerExecutionId, executionId: null };
+  const pending = recorded.pending;
+  if (!pending) return { triggerExecutionId: recorded.triggerExecutionId, executionId: null };
   if (recorded.slot?.action === 'started') {
     for (const id of recorded.slot.replaced) services.background.run('replaced execution cancel', () => sendTemporalCancel(services, id));
   }
-  // A queued execution is started once the database promotes it (the reconciler).
-  if (recorded.slot?.action !== 'queued') await dispatchExecution(services, recorded.pending);
-  return { triggerExecutionId: recorded.triggerExecutionId, executionId: recorded.pending.executionId };
+  // A queued execution is started once the database promotes it (the reconciler). The
+  // firing is committed: a start or its stamp failing now is the reconciler's to finish,
+  // never an error that a client would answer by firing again.
+  if (recorded.slot?.action !== 'queued') {
+    await dispatchExecution(services, pending).catch((err: unknown) =>
+      services.logger.warn({ err, execution_id: pending.executionId }, 'the start of a committed firing failed; the reconciler starts it'),
+    );
+  }
+  return { triggerExecutionId: recorded.triggerExecutionId, executionId: pending.executionId };
 }
 
 /**
