@@ -8,6 +8,7 @@
  */
 import type Router from '@koa/router';
 import type { Context } from 'koa';
+import type { Logger } from 'pino';
 import type { Credential } from '../credentials/credential';
 import type { Scope } from '../credentials/scopes';
 import { type Authenticator, requireScope } from './auth';
@@ -123,13 +124,14 @@ const koaPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
 
 /**
  * What handling a route needs from the process: the authenticator (each credential module
- * supplies its verifier), the rate limits and the idempotency store.
+ * supplies its verifier), the rate limits, the idempotency store and the logger.
  */
 export interface RouteServices {
   authenticator: Authenticator;
   rateLimiter: RateLimiter;
   limits: Record<LimitName, LimitRule>;
   idempotency: IdempotencyStore;
+  logger: Logger;
 }
 
 export function mountRoutes(router: Router, registry: OpenAPIRegistry, services: RouteServices, routes: AnyRoute[]): void {
@@ -185,10 +187,9 @@ async function handle(ctx: Context, route: AnyRoute, services: RouteServices): P
     respond(ctx, claim.response.status, claim.response.body);
     return;
   }
+  let answer: [number, unknown];
   try {
-    const [status, result] = statusAndBody(route, await route.handler({ params, query, body, credential, ctx, prefetched }));
-    await claim.held.complete({ status, body: result instanceof JsonText ? JSON.parse(result.text) : (result ?? null) });
-    if (result !== undefined) respond(ctx, status, result);
+    answer = statusAndBody(route, await route.handler({ params, query, body, credential, ctx, prefetched }));
   } catch (err) {
     const httpError = toHttpError(err);
     if (httpError && shouldStore(httpError.status)) {
@@ -198,6 +199,14 @@ async function handle(ctx: Context, route: AnyRoute, services: RouteServices): P
     }
     throw err;
   }
+  const [status, result] = answer;
+  // The work is done: its answer goes out even if storing it fails (the pool busy). A 503
+  // now would tell the client that nothing happened. The claim's lease then lapses, and a
+  // retry with this key runs again, as after a crash at this point.
+  await claim.held.complete({ status, body: result instanceof JsonText ? JSON.parse(result.text) : (result ?? null) }).catch((err: unknown) =>
+    services.logger.warn({ err, request_id: ctx.state.requestId }, 'the answer of an idempotent request could not be stored; it is answered all the same'),
+  );
+  if (result !== undefined) respond(ctx, status, result);
 }
 
 /** Whether the credential may use a route of this scope (`null`: any credential may). */

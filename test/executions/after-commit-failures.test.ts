@@ -9,6 +9,8 @@
  *   id null.
  * - An api trigger's fire stamps its execution's Temporal start after the commit. Here that
  *   stamp fails: the fire is answered 201, recorded once, and its execution runs.
+ * - An `Idempotency-Key` request stores its answer after its work. Here storing fails: the
+ *   answer still goes out (201), and the message is recorded once.
  */
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { startTestWorker } from '../helpers/temporal';
@@ -106,5 +108,30 @@ describe('a skipped start whose slot holder cannot be read after the commit', ()
     } finally {
       await worker.stop();
     }
+  });
+
+  it('an idempotent request whose answer cannot be stored is answered all the same', async () => {
+    const store = t.services.idempotency;
+    const complete = store.complete.bind(store);
+    let refused = 0;
+    store.complete = async () => {
+      refused++;
+      throw new Error('timeout exceeded when trying to connect');
+    };
+    let posted;
+    try {
+      posted = await t.request
+        .post('/v1/messages')
+        .set(bearer(key))
+        .set('Idempotency-Key', 'store-fails-1')
+        .send({ channel: 'whatsapp', customer_id: 'store-fails', message: 'no trigger matches this' });
+    } finally {
+      store.complete = complete;
+    }
+    expect(refused).toBe(1);
+    expect(posted.status).toBe(201);
+    expect(posted.body.data).toMatchObject({ status: 'no_match', customer_id: expect.any(String) });
+    const messages = await t.query("select id from messages where direction = 'inbound' and customer_id = ?", [posted.body.data.customer_id]);
+    expect(messages).toHaveLength(1);
   });
 });
