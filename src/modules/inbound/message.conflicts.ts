@@ -6,6 +6,7 @@
  * this file only names the starts (inbound/message.writes.ts composes the SQL).
  */
 import { type PendingExecution, runningExecutionIds } from '../executions/execution.starter';
+import { retrying } from '../../db/transaction';
 import { sendTemporalCancel } from '../executions/execution.canceller';
 import type { InboundServices } from './inbound-state';
 import { DEFAULT_CONCURRENCY } from '../workflows/workflow.schemas';
@@ -122,8 +123,8 @@ export async function reportConflicts(
   }
 }
 
-/** Tries of the holders' lookup, and the wait before each next one. */
-const HOLDER_LOOKUP_WAITS_MS = [0, 250, 1_000, 2_000];
+/** Tries of the holders' lookup (each may wait up to the pool's acquire timeout). */
+const HOLDER_LOOKUP_ATTEMPTS = 4;
 
 /**
  * The executions holding the skipped starts' slots. The lookup runs after the commit: the
@@ -132,16 +133,10 @@ const HOLDER_LOOKUP_WAITS_MS = [0, 250, 1_000, 2_000];
  * as a second message. It is tried again, and if it still fails each skip is answered
  * without its holder's id (null, as when the holder has ended since).
  */
-async function slotHolders(services: InboundServices, organizationId: string, skipped: SkippedStart[], before: Date): Promise<Map<string, string>> {
-  let last: unknown;
-  for (const wait of HOLDER_LOOKUP_WAITS_MS) {
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    try {
-      return await runningExecutionIds(services.hotPool, organizationId, skipped.map((s) => s.concurrencyKey), before);
-    } catch (err) {
-      last = err;
-    }
-  }
-  services.logger.warn({ err: last, organization_id: organizationId }, 'the running executions of skipped starts could not be read after the commit; answered without their ids');
-  return new Map();
+function slotHolders(services: InboundServices, organizationId: string, skipped: SkippedStart[], before: Date): Promise<Map<string, string>> {
+  const keys = skipped.map((s) => s.concurrencyKey);
+  return retrying(() => true, () => runningExecutionIds(services.hotPool, organizationId, keys, before), HOLDER_LOOKUP_ATTEMPTS).catch((err: unknown) => {
+    services.logger.warn({ err, organization_id: organizationId }, 'the running executions of skipped starts could not be read after the commit; answered without their ids');
+    return new Map<string, string>();
+  });
 }
