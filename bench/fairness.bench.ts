@@ -20,6 +20,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from '../src/config';
 import { createOrm, migrate } from '../src/db/orm';
 import { entities } from '../src/entities';
@@ -64,6 +65,45 @@ async function until(condition: () => boolean, what: string, timeoutMs: number):
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/**
+ * Where B's flood latency went, from its runs' Temporal histories: commit → the run's start
+ * (the API's admission and its start call), the first workflow task's wait in the queue and
+ * its run (the greeting's send is a local activity inside it).
+ */
+async function explainStages(address: string, orm: Awaited<ReturnType<typeof createOrm>>, suffix: string, out: (line: string) => void): Promise<void> {
+  const rows = await orm.em.fork().getConnection().execute<Array<{ id: string; started_at: Date }>>(
+    `select e.id, e.started_at from executions e join organizations o on o.id = e.organization_id
+     where o.name = ? and (e.customer_id like 'b-flood-%'
+        or exists (select 1 from customers c where c.id = e.customer_id and c.external_id like 'b-flood-%'))`,
+    [`bench-b-${suffix}`],
+  );
+  const connection = await Connection.connect({ address });
+  const client = new Client({ connection });
+  const stages: Record<string, number[]> = { 'commit → run started': [], 'workflow task queued': [], 'workflow task ran (the send, a local activity, within it)': [] };
+  try {
+    for (const row of rows) {
+      const { events } = await client.workflow.getHandle(row.id).fetchHistory();
+      const at = (type: string) => {
+        const e = events?.find((x) => x[type as keyof typeof x] != null);
+        return e?.eventTime ? Number(e.eventTime.seconds) * 1000 + Math.floor((e.eventTime.nanos ?? 0) / 1e6) : undefined;
+      };
+      const t = [new Date(row.started_at).getTime(), at('workflowExecutionStartedEventAttributes'), at('workflowTaskScheduledEventAttributes'), at('workflowTaskStartedEventAttributes'), at('workflowTaskCompletedEventAttributes')];
+      if (t.some((x) => x === undefined)) {
+        if (row === rows[0]) out(`    (first history: ${events?.map((e) => Object.keys(e).find((k) => k.endsWith('EventAttributes') && e[k as keyof typeof e] != null)).join(', ')})`);
+        continue;
+      }
+      const [commit, started, , wftStarted, wftDone] = t as number[];
+      stages['commit → run started']!.push(started! - commit!);
+      stages['workflow task queued']!.push(wftStarted! - started!);
+      stages['workflow task ran (the send, a local activity, within it)']!.push(wftDone! - wftStarted!);
+    }
+  } finally {
+    await connection.close();
+  }
+  out(`  B's flood runs, stage by stage (${rows.length} histories):`);
+  for (const [stage, xs] of Object.entries(stages)) if (xs.length) out(`    B flood, ${stage}: p50 ${pct(xs, 50).toFixed(0)} ms, p99 ${pct(xs, 99).toFixed(0)} ms`);
 }
 
 const summary = (xs: number[]) => `p50 ${pct(xs, 50).toFixed(0)} ms, p99 ${pct(xs, 99).toFixed(0)} ms, max ${Math.max(...xs).toFixed(0)} ms (${xs.length} messages)`;
@@ -134,14 +174,20 @@ export async function run(args: string[]): Promise<void> {
     /** B sends one message every `every` ms while `more()`; the latency of each, once its greeting arrived. */
     const runB = async (phase: string, more: (i: number) => boolean): Promise<number[]> => {
       const sent: Array<[string, number]> = [];
+      const answered: number[] = [];
       for (let i = 0; more(i); i++) {
         const customer = `b-${phase}-${i}`;
         const at = performance.now();
         sent.push([customer, at]);
-        void sendB(customer).catch((err: Error) => log(`B ${customer}: ${err.message}`));
+        void sendB(customer).then(
+          () => answered.push(performance.now() - at),
+          (err: Error) => log(`B ${customer}: ${err.message}`),
+        );
         await new Promise((r) => setTimeout(r, Math.max(0, at + every - performance.now())));
       }
       await until(() => sent.every(([c]) => arrivals.firstArrival.has(c)), `B's ${phase} greetings`, 300_000);
+      // Where B's time goes: the API's answer (its request, the commit) against the rest (the run).
+      log(`  B ${phase}: POST answered ${summary(answered)}`);
       return sent.map(([c, at]) => arrivals.firstArrival.get(c)! - at);
     };
 
@@ -156,7 +202,18 @@ export async function run(args: string[]): Promise<void> {
     });
     const aArrived = () => [...arrivals.firstArrival.keys()].filter((c) => c.startsWith('a-')).length;
     let aDone = false;
-    const floodLatencies = await runB('flood', () => !aDone && (aDone = aArrived() >= flood) === false);
+    // Which of B's messages were sent while A's requests were still arriving (the API's share)
+    // and which after (the runs' share).
+    const duringRequests = new Set<number>();
+    const floodLatencies = await runB('flood', (i) => {
+      if (floodSent < flood) duringRequests.add(i);
+      return !aDone && (aDone = aArrived() >= flood) === false;
+    });
+    const split = (during: boolean) => floodLatencies.filter((_, i) => duringRequests.has(i) === during);
+    if (duringRequests.size > 0 && duringRequests.size < floodLatencies.length) {
+      log(`    B while A's requests arrived: ${summary(split(true))}`);
+      log(`    B after them (A's runs only): ${summary(split(false))}`);
+    }
     await floodDone;
     const floodSeconds = (performance.now() - floodStart) / 1000;
     log(`  B during A's flood:      ${summary(floodLatencies)}`);
@@ -172,6 +229,7 @@ export async function run(args: string[]): Promise<void> {
          from executions e join organizations o on o.id = e.organization_id group by o.name order by o.name`,
     );
     for (const r of starts) log(`  ${r.org}: ${r.n} executions, ${r.late} started more than 2 s after their commit, commit → Temporal start p99 ${r.p99_ms} ms`);
+    await explainStages(temporal.address, orm, suffix, log);
     const cutOff = api.lines.filter((l) => l.includes('cut off at its timeout')).length;
     log(`  API: ${cutOff} Temporal calls cut off at TEMPORAL_CALL_TIMEOUT_MS (left to the reconciler)`);
     process.stdout.write(`ratio=${ratio.toFixed(2)}\n`);

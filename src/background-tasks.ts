@@ -13,53 +13,24 @@
  * waited behind the flood for minutes (docs/performance.md, "Fair sharing between
  * organizations").
  */
+import { AbandonedError, FairLimiter, SHARED_WINDOW_MS } from './fair-limiter';
 import type { Logger } from './logger';
-
-/** Temporal calls in flight per process: enough to keep a worker busy, few enough that each answers well inside its timeout. */
-export const BACKGROUND_CALLS_IN_FLIGHT = 16;
-
-/**
- * A concurrency bound whose waiters are served round-robin by key, each key's in arrival
- * order. Written here because the usual limiters (p-limit, p-queue) serve one FIFO queue,
- * which is exactly the unfairness this is for.
- */
-export class FairLimiter {
-  private inFlight = 0;
-  /** Waiting callers by key; a Map iterates in insertion order, so re-inserting a key sends it to the back. */
-  private readonly waiting = new Map<string, Array<() => void>>();
-
-  constructor(private readonly limit: number) {}
-
-  async run<T>(key: string, task: () => Promise<T>): Promise<T> {
-    if (this.inFlight < this.limit && this.waiting.size === 0) this.inFlight++;
-    else await new Promise<void>((resolve) => this.waiting.set(key, [...(this.waiting.get(key) ?? []), resolve]));
-    try {
-      return await task();
-    } finally {
-      this.handOver();
-    }
-  }
-
-  /** The finished task's slot goes to the first waiting key's oldest caller, and that key to the back of the line. */
-  private handOver(): void {
-    const next = this.waiting.entries().next();
-    if (next.done) {
-      this.inFlight--;
-      return;
-    }
-    const [key, queue] = next.value;
-    this.waiting.delete(key);
-    const [first, ...rest] = queue;
-    if (rest.length > 0) this.waiting.set(key, rest);
-    first!();
-  }
-}
 
 export class BackgroundTasks {
   private readonly running = new Set<Promise<void>>();
-  private readonly calls = new FairLimiter(BACKGROUND_CALLS_IN_FLIGHT);
+  private readonly calls: FairLimiter;
 
-  constructor(private readonly logger: Logger) {}
+  /**
+   * `limit`: Temporal calls in flight per process, enough to keep a worker busy and few
+   * enough that each answers well inside its timeout; `share`: one organization's slots
+   * while others are active.
+   */
+  constructor(
+    private readonly logger: Logger,
+    bound: { limit: number; share: number },
+  ) {
+    this.calls = new FairLimiter(bound.limit, bound.share < bound.limit ? { share: bound.share, windowMs: SHARED_WINDOW_MS } : undefined);
+  }
 
   /**
    * Starts `task` after the current I/O phase, so the answer that triggered it is written
@@ -71,14 +42,22 @@ export class BackgroundTasks {
       .then(admitted)
       .then(
         () => undefined,
-        (err: unknown) => this.logger.warn({ err }, `${what} failed; the reconciler will retry it`),
+        (err: unknown) => {
+          if (!(err instanceof AbandonedError)) this.logger.warn({ err }, `${what} failed; the reconciler will retry it`);
+        },
       )
       .finally(() => this.running.delete(done));
     this.running.add(done);
   }
 
-  /** Resolves once every task started so far has ended. */
+  /**
+   * Resolves once every task started so far has ended. Tasks still waiting for the fair
+   * bound are dropped, not run: after a flood they could hold a shutdown for minutes, and
+   * the reconciler starts or signals what they leave (their rows are committed).
+   */
   async drain(): Promise<void> {
+    const abandoned = this.calls.abandonWaiting();
+    if (abandoned > 0) this.logger.info({ abandoned }, 'background Temporal calls still queued at shutdown are left to the reconciler');
     while (this.running.size > 0) await Promise.allSettled([...this.running]);
   }
 }

@@ -31,6 +31,8 @@ export interface CreateWorkerOptions {
   shutdownGraceTime?: Duration;
   /** The SDK's sticky-queue schedule-to-start timeout (default 10 s); tests lower it (TEMPORAL_STICKY_QUEUE_TIMEOUT_MS). */
   stickyQueueScheduleToStartTimeout?: Duration;
+  /** Task slots (WORKER_ACTIVITY_SLOTS, WORKER_WORKFLOW_TASK_SLOTS, WORKER_EAGER_ACTIVITY_SLOTS); the SDK's defaults when unset. */
+  slots?: { activities?: number | undefined; workflowTasks?: number | undefined; eagerActivities?: number | undefined };
 }
 
 export interface CreatedWorker {
@@ -91,6 +93,9 @@ export async function createWorker(opts: CreateWorkerOptions): Promise<CreatedWo
       // server's backlog behind those 2 (docs/performance.md, "Poller autoscaling").
       workflowTaskPollerBehavior: { type: 'autoscaling' },
       activityTaskPollerBehavior: { type: 'autoscaling' },
+      ...(opts.slots?.activities !== undefined ? { maxConcurrentActivityTaskExecutions: opts.slots.activities } : {}),
+      ...(opts.slots?.workflowTasks !== undefined ? { maxConcurrentWorkflowTaskExecutions: opts.slots.workflowTasks } : {}),
+      ...(opts.slots?.eagerActivities !== undefined ? { maxEagerActivityReservationsPerWorkflowTask: opts.slots.eagerActivities } : {}),
       // Temporal's OpenTelemetry interceptors and workflow span sink, when tracing is on.
       ...workerTracingOptions(),
     });

@@ -3,7 +3,9 @@
  * run at once, and waiting callers are served one organization at a time, in turn, each
  * organization's own in arrival order.
  */
-import { FairLimiter } from '../../src/background-tasks';
+import { BackgroundTasks } from '../../src/background-tasks';
+import { FairLimiter } from '../../src/fair-limiter';
+import { createLogger } from '../../src/logger';
 
 /** A task that runs until released, recording when it started. */
 function gate(started: string[], name: string) {
@@ -43,4 +45,76 @@ it('gives the slot back when a task fails', async () => {
   const limiter = new FairLimiter(1);
   await expect(limiter.run('a', async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
   await expect(limiter.run('b', async () => 'ran')).resolves.toBe('ran');
+});
+
+it('holds an organization to its share while another is active, and gives it every slot alone', async () => {
+  const limiter = new FairLimiter(4, { share: 2, windowMs: 200 });
+  const started: string[] = [];
+  const gates = Object.fromEntries(['a1', 'a2', 'a3', 'a4', 'b1', 'a5', 'a6', 'a7', 'b2'].map((n) => [n, gate(started, n)]));
+  // Alone, a takes all four slots.
+  const alone = ['a1', 'a2', 'a3', 'a4'].map((n) => limiter.run('a', gates[n]!.task));
+  await tick();
+  expect(started).toEqual(['a1', 'a2', 'a3', 'a4']);
+  // b asks while a holds every slot: b gets the first free one, and from then on a holds at most 2.
+  const shared = [limiter.run('b', gates.b1!.task), limiter.run('a', gates.a5!.task), limiter.run('a', gates.a6!.task), limiter.run('a', gates.a7!.task)];
+  for (const n of ['a1', 'a2', 'a3', 'a4']) gates[n]!.open();
+  await Promise.all(alone);
+  await tick();
+  expect(started.slice(4)).toEqual(['b1', 'a5', 'a6']);
+  // A slot is free, but a is at its share while b is active: b's next call passes a's waiting one.
+  shared.push(limiter.run('b', gates.b2!.task));
+  await tick();
+  expect(started.slice(7)).toEqual(['b2']);
+  // b finishes; a stays at its share within the window, then gets the slot when one of its own calls ends.
+  gates.b1!.open();
+  gates.b2!.open();
+  await tick();
+  await tick();
+  expect(started).not.toContain('a7');
+  gates.a5!.open();
+  await tick();
+  await tick();
+  expect(started.at(-1)).toBe('a7');
+  gates.a6!.open();
+  gates.a7!.open();
+  await Promise.all(shared);
+});
+
+it('lets a key past its share once the others have been quiet for the window', async () => {
+  const limiter = new FairLimiter(3, { share: 1, windowMs: 30 });
+  await limiter.run('b', async () => undefined);
+  const started: string[] = [];
+  const [a1, a2] = [gate(started, 'a1'), gate(started, 'a2')];
+  const first = limiter.run('a', a1.task);
+  const second = limiter.run('a', a2.task);
+  await tick();
+  expect(started).toEqual(['a1']);
+  await new Promise((r) => setTimeout(r, 50));
+  // b went quiet: a's next call finds it alone, and both waiting calls run at once.
+  const a3 = gate(started, 'a3');
+  const third = limiter.run('a', a3.task);
+  await tick();
+  expect(started).toEqual(['a1', 'a2', 'a3']);
+  a1.open();
+  a2.open();
+  a3.open();
+  await Promise.all([first, second, third]);
+});
+
+it('drops the calls still waiting at shutdown, runs none of them, and finishes those in flight', async () => {
+  const lines: string[] = [];
+  const logger = createLogger('info', { write: (l: string) => void lines.push(l) });
+  const background = new BackgroundTasks(logger, { limit: 1, share: 1 });
+  const started: string[] = [];
+  const first = gate(started, 'first');
+  background.run('start', first.task, 'a');
+  background.run('start', gate(started, 'second').task, 'a');
+  background.run('start', gate(started, 'third').task, 'b');
+  await tick();
+  const drained = background.drain();
+  first.open();
+  await drained;
+  expect(started).toEqual(['first']);
+  expect(lines.map((l) => JSON.parse(l) as { msg: string; abandoned?: number }).find((l) => l.abandoned !== undefined)).toMatchObject({ abandoned: 2 });
+  expect(lines.join('')).not.toContain('failed');
 });
