@@ -1,0 +1,29 @@
+/**
+ * The fairness bench's flood, sent from a process of its own: `tsx bench/support/flood-sender.ts`
+ * with FLOOD_BASE, FLOOD_KEY, FLOOD_COUNT and FLOOD_CONCURRENCY in its environment. Posts
+ * FLOOD_COUNT inbound messages (customers `a-0` …) with FLOOD_CONCURRENCY in flight, prints
+ * `sent <n>` every 100 and `done <n>` at the end. In the bench's own process, the flood's
+ * requests kept the event loop busy, and B's greetings were timed late by that loop, not by
+ * the service.
+ */
+import { pool } from '../lib';
+
+async function main(): Promise<void> {
+  const base = process.env.FLOOD_BASE!;
+  const count = Number(process.env.FLOOD_COUNT);
+  const concurrency = Number(process.env.FLOOD_CONCURRENCY);
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${process.env.FLOOD_KEY}` };
+  let sent = 0;
+  await pool(count, concurrency, async (i) => {
+    const res = await fetch(`${base}/v1/messages`, { method: 'POST', headers, body: JSON.stringify({ channel: 'whatsapp', customer_id: `a-${i}`, message: 'hi' }) });
+    if (!res.ok) throw new Error(`a-${i}: ${res.status} ${await res.text()}`);
+    await res.arrayBuffer();
+    if (++sent % 100 === 0) process.stdout.write(`sent ${sent}\n`);
+  });
+  process.stdout.write(`done ${sent}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});
