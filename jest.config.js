@@ -21,6 +21,10 @@ module.exports = {
   // mostly wait on spawned processes and Temporal, their jest process using a third of a
   // core or less, so a third file overlaps those waits (README, "Tests").
   maxWorkers: 3,
+  // A jest worker keeps about 70 MB of every file it ran (each file loads the service anew, and
+  // not all of it is freed); past 600 MB it is replaced after its file. The smaller heap costs
+  // less to collect: 269 s against 286 s for the suite, 10 % less CPU (README, "Tests").
+  workerIdleMemoryLimit: '600MB',
   // The files that start processes of their own are spread through the run, not started together.
   testSequencer: '<rootDir>/test/helpers/spread-sequencer.js',
   testTimeout: 60000,

@@ -4,9 +4,7 @@
  * (src/entities.ts): this layer imports no module.
  */
 import { MikroORM, type Options } from '@mikro-orm/postgresql';
-import { Migrator } from '@mikro-orm/migrations';
 import { Client } from 'pg';
-import { migrationsList } from './migrations';
 
 export type Orm = MikroORM;
 
@@ -23,8 +21,6 @@ export async function createOrm(
   return MikroORM.init({
     clientUrl: databaseUrl,
     entities,
-    extensions: [Migrator],
-    migrations: { migrationsList, transactional: true, allOrNothing: true, snapshot: false, silent: true },
     pool: { min: 0, max: poolMax },
     // knex waits 60 s for a pooled connection by default: while PostgreSQL is away every
     // request would hang that long. Bounded, a request fails fast and is answered 503.
@@ -57,7 +53,14 @@ export async function migrate(orm: Orm): Promise<void> {
   if (table?.exists) {
     for (const [recorded, name] of RENAMED_MIGRATIONS) await conn.execute('update mikro_orm_migrations set name = ? where name = ?', [name, recorded]);
   }
-  await orm.getMigrator().up();
+  // Loaded here, not at the top: the migrator brings umzug and its command-line parser (about
+  // 80 ms of module loading), and the migrations their SQL, which a process that does not
+  // migrate (a test file on a migrated copy, a replica with MIGRATE_ON_START=false) never needs.
+  // `require`, not `import()`: under tsx a dynamic import resolves as ESM, which refuses a directory.
+  const { Migrator } = require('@mikro-orm/migrations') as typeof import('@mikro-orm/migrations');
+  const { migrationsList } = require('./migrations') as typeof import('./migrations');
+  orm.config.set('migrations', { ...orm.config.get('migrations'), migrationsList, transactional: true, allOrNothing: true, snapshot: false, silent: true });
+  await new Migrator(orm.em).up();
 }
 
 /** Creates the database named in the URL if it does not exist (connecting to `postgres`). */

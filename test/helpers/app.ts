@@ -57,7 +57,10 @@ export async function createTestApp(env: Record<string, string> = {}, opts: { lo
   const ownsDatabase = env.DATABASE_URL === undefined;
   const databaseUrl = env.DATABASE_URL ?? `postgresql://postgres@127.0.0.1:5432/wfa_test_${suffix}`.toLowerCase();
   const templateUrl = process.env.TEST_TEMPLATE_DATABASE_URL;
-  if (ownsDatabase && templateUrl) await copyDatabase(templateUrl, databaseUrl);
+  // A copy of the template is migrated already (global-setup.ts): migrating it again would only
+  // load the migrator and read its table, in every test file.
+  const copied = ownsDatabase && templateUrl !== undefined;
+  if (copied) await copyDatabase(templateUrl, databaseUrl);
   else await ensureDatabase(databaseUrl);
   // Listen first, so that the public base URL (the OAuth issuer, trigger URLs) is the real address.
   const server: Server = createServer();
@@ -81,7 +84,7 @@ export async function createTestApp(env: Record<string, string> = {}, opts: { lo
   const orm = await createOrm(entities, databaseUrl, 5, config.DATABASE_ACQUIRE_TIMEOUT_MS).catch(() =>
     createOrm(entities, databaseUrl, 5, config.DATABASE_ACQUIRE_TIMEOUT_MS),
   );
-  await migrate(orm);
+  if (!copied) await migrate(orm);
   const services = await createApiServices(await createServices(config, { orm, ...(opts.logger ? { logger: opts.logger } : {}) }));
   const { app } = createApp(services);
   server.on('request', app.callback());
