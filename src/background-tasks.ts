@@ -7,7 +7,8 @@
  *
  * Tasks that name an organization (`fairKey`) are admitted fairly: at most
  * `BACKGROUND_CALLS_IN_FLIGHT` at once in this process, the others waiting in one queue per
- * organization, served in turn. Without a bound, a flood of messages (accepted far faster
+ * organization, served in turn, and at most `BACKGROUND_CALLS_PER_ORGANIZATION` of one
+ * organization's while another's are active (src/fair-limiter.ts). Without a bound, a flood of messages (accepted far faster
  * than Temporal starts runs) piled up calls that each waited past TEMPORAL_CALL_TIMEOUT_MS,
  * was cut off and fell to the reconciler, where another organization's next conversation
  * waited behind the flood for minutes (docs/performance.md, "Fair sharing between

@@ -81,13 +81,6 @@ const envSchema = z.object({
    */
   TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(100).max(10_000).optional(),
   /**
-   * The worker's task slots: activities and workflow tasks it runs at once (the SDK's
-   * defaults, 100 and 40, when unset), and activity slots reserved for eager dispatch per
-   * workflow task (3; 0 turns eager dispatch off). Tasks beyond the slots wait in the
-   * Temporal server's task queue, where fairness keys order them (docs/performance.md,
-   * "Fair sharing between organizations").
-   */
-  /**
    * The API's background Temporal calls (execution starts, reply signals): at most this
    * many in flight per process, served to the organizations in turn; and while more than
    * one organization is active, at most BACKGROUND_CALLS_PER_ORGANIZATION of them for one
@@ -95,6 +88,13 @@ const envSchema = z.object({
    */
   BACKGROUND_CALLS_IN_FLIGHT: positiveInt.default(16),
   BACKGROUND_CALLS_PER_ORGANIZATION: positiveInt.default(4),
+  /**
+   * The worker's task slots: activities and workflow tasks it runs at once (the SDK's
+   * defaults, 100 and 40, when unset), and activity slots reserved for eager dispatch per
+   * workflow task (3; 0 turns eager dispatch off). Tasks beyond the slots wait in the
+   * Temporal server's task queue, where fairness keys order them (docs/performance.md,
+   * "Fair sharing between organizations").
+   */
   WORKER_ACTIVITY_SLOTS: z.coerce.number().int().min(1).max(1000).optional(),
   WORKER_WORKFLOW_TASK_SLOTS: z.coerce.number().int().min(2).max(1000).optional(),
   WORKER_EAGER_ACTIVITY_SLOTS: z.coerce.number().int().min(0).max(100).optional(),
