@@ -49,10 +49,20 @@ describe('voice calls', () => {
   const counts = async () =>
     (await t.query<{ n: string }>('select (select count(*) from messages) || \'/\' || (select count(*) from customers) || \'/\' || (select count(*) from executions) || \'/\' || (select count(*) from voice_calls) as n'))[0]!.n;
 
+  /** How long the prompt activity waits before it runs (0: at once). */
+  let promptDelayMs = 0;
+
   beforeAll(async () => {
     twilioApi = await startFakeTwilioApi();
     t = await createTestApp({ TWILIO_API_URL: twilioApi.url });
-    worker = await startTestWorker({ taskQueue: t.config.TEMPORAL_TASK_QUEUE, activities: createActivities({ services: t.services }) });
+    const activities = createActivities({ services: t.services });
+    // A slow prompt activity, as on a loaded worker: the caller hears the question (ask-ahead)
+    // before the activity has opened the form's wait.
+    const sendFormPrompt: typeof activities.sendFormPrompt = async (...args) => {
+      if (promptDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, promptDelayMs));
+      return await activities.sendFormPrompt(...args);
+    };
+    worker = await startTestWorker({ taskQueue: t.config.TEMPORAL_TASK_QUEUE, activities: { ...activities, sendFormPrompt } });
     admin = (await t.createKey('admin')).key;
   });
   afterAll(async () => {
@@ -223,12 +233,16 @@ describe('voice calls', () => {
       { id: 'ask', type: 'form', fields: [{ name: 'email', type: 'email', required: true, label: 'Your email?' }], next: 'bye' },
       { id: 'bye', type: 'message', content: 'Thanks, goodbye.' },
     ]);
+    // The caller answers before the question's wait is open: the answer still counts as the
+    // answer, not as a message that opens a journey of its own.
+    promptDelayMs = 800;
     // Two calls of one caller, minutes apart: two sessions, not one.
     const first = line.call('+14155550188');
     expect(spoken(await first.dial())).toEqual(['Your email?']);
     expect(spoken(await first.speak('ana at example dot com'))).toEqual(['Thanks, goodbye.']);
     expect((await first.hangUp('completed', '42')).status).toBe(200);
     expect((await finished(first.callSid))!.status).toBe('success');
+    promptDelayMs = 0;
 
     const second = line.call('+14155550188');
     expect(spoken(await second.dial())).toEqual(['Your email?']);

@@ -162,3 +162,25 @@ export async function outboundSince(em: EntityManager, executionId: string, from
     .execute<Array<{ text: string }>>("select text from messages where execution_id = ? and direction = 'outbound' order by created_at, id offset ?", [executionId, from]);
   return rows.map((r) => r.text);
 }
+
+/** How long a caller's reply waits for its question's wait to open (see `untilWaitOpen`). */
+const WAIT_OPEN_BOUND_MS = 2_000;
+
+/**
+ * Under the ask-ahead patch a caller hears a question before its prompt activity has opened
+ * the form's wait (the activity runs while Twilio speaks). A reply faster than that activity
+ * (a loaded worker, a test's caller that answers at once) would be recorded as a message
+ * that opens a conversation of its own, not as the answer, and counted so by the journey
+ * analytics. So a reply waits, briefly, until the execution waits or is over; Twilio speaks
+ * for seconds before it sends one, so in practice the wait is open already.
+ */
+export async function untilWaitOpen(em: EntityManager, executionId: string): Promise<void> {
+  const deadline = Date.now() + WAIT_OPEN_BOUND_MS;
+  for (;;) {
+    const [row] = await em
+      .getConnection()
+      .execute<Array<{ open: boolean }>>("select waiting_key is not null or status <> 'running' as open from executions where id = ?", [executionId]);
+    if (!row || row.open || Date.now() >= deadline) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}

@@ -33,7 +33,7 @@ import { ChannelService, channelNotFound } from '../channels/channel.service';
 import type { InboundServices } from '../inbound/inbound-state';
 import { markReplyDelivered } from '../conversations/conversation.writes';
 import { receiveMessage } from '../inbound/message.service';
-import { callWorkflowOf, findCall, keepPendingReply, outboundSince, recordAnswer, recordCallEnd, recordCallStart, type VoiceCallRow } from './voice-calls';
+import { callWorkflowOf, findCall, keepPendingReply, outboundSince, recordAnswer, recordCallEnd, recordCallStart, untilWaitOpen, type VoiceCallRow } from './voice-calls';
 import { voiceHookUrl } from './voice-hook-url';
 import { emptyTwiml, goodbyeTwiml, pauseTwiml, turnTwiml } from './voice-twiml';
 import { signalCallEnded, takeTurn, type TurnOutcome } from './voice-turns';
@@ -113,7 +113,10 @@ async function answer(services: InboundServices, c: ChannelConnection, req: Call
   if (!call) return await firstRequest(services, em, c, req, hookUrl);
   if (!call.execution_id || c.status === 'disabled') return goodbyeTwiml(NO_WORKFLOW);
   let reply = call.pending_reply ?? undefined;
-  if (hasInput) reply = await recordReply(services, em, c, call, req);
+  if (hasInput) {
+    if (call.last_prompt) await untilWaitOpen(em, call.execution_id);
+    reply = await recordReply(services, em, c, call, req);
+  }
   const outcome = await takeTurn(services, call.execution_id, { from: call.answered, ...(reply ? { reply } : {}) });
   // The turn's Update carried the reply (the run drops a reply it has, by message id): stamped
   // beside the cursor's move, not before it.
