@@ -11,6 +11,7 @@ import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { pdfText } from '../helpers/pdf-text';
 import { startTestWorker, type TestWorker } from '../helpers/temporal';
+import { resendWhileUnavailable } from '../helpers/wait';
 import { createWorkflow, download, pathOf, seedExecutions, waitForStatus } from './helpers';
 
 
@@ -36,7 +37,8 @@ describe('custom reports', () => {
     return await waitForStatus(t, key, `/v1/analytics/reports/${res.body.data.report_id}`, 'completed');
   };
   const analyticsOf = async (wf: string, query = '') => {
-    const res = await t.request.get(`/v1/analytics/workflows/${wf}?start_date=${PERIOD.start_date}&end_date=${PERIOD.end_date}${query}`).set(bearer(key));
+    // A 503 (the database busy under a loaded full run) is resent after its Retry-After, as a client does.
+    const res = await resendWhileUnavailable(() => t.request.get(`/v1/analytics/workflows/${wf}?start_date=${PERIOD.start_date}&end_date=${PERIOD.end_date}${query}`).set(bearer(key)));
     expect(res.status).toBe(200);
     return res.body.data;
   };
