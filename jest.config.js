@@ -29,4 +29,7 @@ module.exports = {
   // The files that start processes of their own are spread through the run, not started together.
   testSequencer: '<rootDir>/test/helpers/spread-sequencer.js',
   testTimeout: 60000,
+  // Each file compiles the service's modules anew; V8's code cache spares Node 20 the parse
+  // (247 s → 226 s for the suite; README, "Tests"). JEST_CODE_CACHE=off runs without it.
+  runtime: '<rootDir>/test/helpers/code-cache-runtime.js',
 };
