@@ -14,8 +14,13 @@
  * waited behind the flood for minutes (docs/performance.md, "Fair sharing between
  * organizations").
  */
-import { AbandonedError, FairLimiter, SHARED_WINDOW_MS } from './fair-limiter';
+import { AbandonedError, FairLimiter, type QueueWatch, SHARED_WINDOW_MS } from './fair-limiter';
 import type { Logger } from './logger';
+
+/** A `QueueWatch` that is also told when its call was dropped at shutdown (`drain`), which waits for it. */
+export interface BackgroundWatch extends QueueWatch {
+  abandoned(): Promise<void>;
+}
 
 export class BackgroundTasks {
   private readonly running = new Set<Promise<void>>();
@@ -37,14 +42,15 @@ export class BackgroundTasks {
    * Starts `task` after the current I/O phase, so the answer that triggered it is written
    * first; with `fairKey` (an organization id), admitted by the fair bound.
    */
-  run(what: string, task: () => Promise<unknown>, fairKey?: string): void {
-    const admitted = fairKey === undefined ? task : () => this.calls.run(fairKey, task);
+  run(what: string, task: () => Promise<unknown>, fairKey?: string, watch?: BackgroundWatch): void {
+    const admitted = fairKey === undefined ? task : () => this.calls.run(fairKey, task, watch);
     const done: Promise<void> = new Promise((resolve) => setImmediate(resolve))
       .then(admitted)
       .then(
         () => undefined,
-        (err: unknown) => {
+        async (err: unknown) => {
           if (!(err instanceof AbandonedError)) this.logger.warn({ err }, `${what} failed; the reconciler will retry it`);
+          else await watch?.abandoned();
         },
       )
       .finally(() => this.running.delete(done));

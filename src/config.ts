@@ -89,6 +89,13 @@ const envSchema = z.object({
   BACKGROUND_CALLS_IN_FLIGHT: positiveInt.default(16),
   BACKGROUND_CALLS_PER_ORGANIZATION: positiveInt.default(4),
   /**
+   * Inbound messages (`POST /v1/messages`) one organization may have recorded at once in an
+   * API process while another organization's messages arrived within the last 2 s; the rest
+   * wait their turn in memory. Alone, an organization is not held back (docs/performance.md,
+   * "A flood's requests").
+   */
+  INBOUND_MESSAGES_PER_ORGANIZATION: positiveInt.default(1),
+  /**
    * The worker's task slots: activities and workflow tasks it runs at once (the SDK's
    * defaults, 100 and 40, when unset), and activity slots reserved for eager dispatch per
    * workflow task (3; 0 turns eager dispatch off). Tasks beyond the slots wait in the

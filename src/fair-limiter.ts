@@ -42,11 +42,13 @@ export class FairLimiter {
     private readonly cap?: SharedCap,
   ) {}
 
-  async run<T>(key: string, task: () => Promise<T>): Promise<T> {
+  /** `watch` hears when the call has to wait for a slot and when it gets one (never for a call admitted at once). */
+  async run<T>(key: string, task: () => Promise<T>, watch?: QueueWatch): Promise<T> {
     this.lastActive.set(key, performance.now());
     // Waiters of other keys while a slot is free are at their shared cap: this call may pass them.
     if (!this.waiting.has(key) && this.mayTake(key)) this.take(key);
     else {
+      watch?.queued();
       await new Promise<void>((admit, abandon) => {
         const queue = this.waiting.get(key);
         if (queue) queue.push({ admit, abandon });
@@ -54,6 +56,7 @@ export class FairLimiter {
         // Free slots kept from a key at its cap become its own again once the others are quiet.
         this.handOver();
       });
+      watch?.admitted();
     }
     try {
       return await task();
@@ -113,6 +116,12 @@ export class FairLimiter {
     this.waiting.clear();
     return abandoned;
   }
+}
+
+/** Told when a call waits in the queue and when it leaves it for a slot (see `FairLimiter.run`). */
+export interface QueueWatch {
+  queued(): void;
+  admitted(): void;
 }
 
 interface Waiter {

@@ -118,3 +118,57 @@ it('drops the calls still waiting at shutdown, runs none of them, and finishes t
   expect(lines.map((l) => JSON.parse(l) as { msg: string; abandoned?: number }).find((l) => l.abandoned !== undefined)).toMatchObject({ abandoned: 2 });
   expect(lines.join('')).not.toContain('failed');
 });
+
+it('with no bound of its own, holds an organization to its share only while another is active, and tells a waiting call when it waits and when it runs', async () => {
+  // As the API's intake of inbound messages (inbound-state.ts): a share, no overall bound.
+  const limiter = new FairLimiter(Number.POSITIVE_INFINITY, { share: 1, windowMs: 60_000 });
+  const started: string[] = [];
+  const heard: string[] = [];
+  const watch = (name: string) => ({ queued: () => heard.push(`${name} waits`), admitted: () => heard.push(`${name} runs`) });
+  const gates = Object.fromEntries(['a1', 'a2', 'a3', 'b1'].map((n) => [n, gate(started, n)]));
+  // Alone, a takes as many as it asks for: nobody waits.
+  const alone = [limiter.run('a', gates.a1!.task, watch('a1')), limiter.run('a', gates.a2!.task, watch('a2'))];
+  await tick();
+  expect(started).toEqual(['a1', 'a2']);
+  // Once b is active, a's next call waits for a's calls to fall below its share of 1; b's first does not wait.
+  const b1 = limiter.run('b', gates.b1!.task, watch('b1'));
+  const a3 = limiter.run('a', gates.a3!.task, watch('a3'));
+  await tick();
+  expect(started).toEqual(['a1', 'a2', 'b1']);
+  expect(heard).toEqual(['a3 waits']);
+  gates.a1!.open();
+  await tick();
+  expect(started).not.toContain('a3');
+  gates.a2!.open();
+  await tick();
+  await tick();
+  expect(started).toContain('a3');
+  expect(heard).toEqual(['a3 waits', 'a3 runs']);
+  for (const g of ['a3', 'b1']) gates[g]!.open();
+  await Promise.all([...alone, b1, a3]);
+});
+
+it('gives a dropped waiting call\'s watch its say before the drain ends (the leases of queued starts are given back)', async () => {
+  const tasks = new BackgroundTasks(createLogger('silent'), { limit: 1, share: 1 });
+  const started: string[] = [];
+  const held = gate(started, 'held');
+  const given: string[] = [];
+  const watch = (name: string) => ({
+    queued: () => undefined,
+    admitted: () => undefined,
+    abandoned: async () => {
+      await tick();
+      given.push(name);
+    },
+  });
+  tasks.run('held', held.task, 'a', watch('held'));
+  tasks.run('queued 1', async () => void started.push('queued 1'), 'a', watch('queued 1'));
+  tasks.run('queued 2', async () => void started.push('queued 2'), 'a', watch('queued 2'));
+  await tick();
+  await tick();
+  const drained = tasks.drain();
+  held.open();
+  await drained;
+  expect(started).toEqual(['held']);
+  expect(given.sort()).toEqual(['queued 1', 'queued 2']);
+});

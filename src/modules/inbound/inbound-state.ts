@@ -1,8 +1,11 @@
 /**
  * The inbound module's own state, built once per API process (src/app.ts): the in-memory
- * targets of inbound messages and the batched start stamps of the executions they start.
+ * targets of inbound messages, and the batched start stamps and the queue leases of the
+ * executions they start.
  */
+import { FairLimiter, SHARED_WINDOW_MS } from '../../fair-limiter';
 import type { Services } from '../../services';
+import { QueuedStartLeases } from '../executions/queued-start-leases';
 import { StartStamps } from '../executions/start-stamps';
 import { MessageTargetsCache } from './message-targets';
 
@@ -11,10 +14,24 @@ export interface InboundState {
   messageTargets: MessageTargetsCache;
   /** Batched `temporal_started_at` stamps of inbound messages' starts (executions/start-stamps.ts). */
   startStamps: StartStamps;
+  /** Leases on the executions whose start waits for the organization's share (executions/queued-start-leases.ts). */
+  queuedStarts: QueuedStartLeases;
+  /**
+   * Admits inbound messages: while other organizations' messages arrive, one organization
+   * records at most INBOUND_MESSAGES_PER_ORGANIZATION at once (no bound when it is alone).
+   * A flood's 20 requests in flight were 20 busy PostgreSQL backends, each a process that
+   * took its slice of both cores beside the worker and the others' requests.
+   */
+  intake: FairLimiter;
 }
 
 export type InboundServices = Services & InboundState;
 
 export function createInboundState(services: Services): InboundState {
-  return { messageTargets: new MessageTargetsCache(services.hotPool), startStamps: new StartStamps(services.hotPool, services.logger) };
+  return {
+    messageTargets: new MessageTargetsCache(services.hotPool),
+    startStamps: new StartStamps(services.hotPool, services.logger),
+    queuedStarts: new QueuedStartLeases(services.hotPool, services.logger),
+    intake: new FairLimiter(Number.POSITIVE_INFINITY, { share: services.config.INBOUND_MESSAGES_PER_ORGANIZATION, windowMs: SHARED_WINDOW_MS }),
+  };
 }

@@ -22,7 +22,9 @@ export function inboundRoutes(services: InboundServices): AnyRoute[] {
       // The matching triggers, workflows and customer: from memory, or read while the limits are checked.
       prefetch: ({ body, credential }) => readTargets(services, credential.organizationId, body),
       async handler({ body, credential, prefetched }) {
-        const received = await receiveMessage(services, credential.organizationId, body, prefetched);
+        // One organization's flood waits its turn here while others' messages arrive (inbound-state.ts, `intake`).
+        const organizationId = credential.organizationId;
+        const received = await services.intake.run(organizationId, () => receiveMessage(services, organizationId, body, prefetched));
         return received.duplicate ? new Answer(200, { data: received.result }) : { data: received.result };
       },
     }),
