@@ -92,7 +92,7 @@ const envSchema = z.object({
    * Inbound messages (`POST /v1/messages`) one organization may have recorded at once in an
    * API process while another organization's messages arrived within the last 2 s; the rest
    * wait their turn in memory. Alone, an organization is not held back (docs/performance.md,
-   * "A flood's requests").
+   * "A flood's requests, and the reconciler's bursts").
    */
   INBOUND_MESSAGES_PER_ORGANIZATION: positiveInt.default(1),
   /**

@@ -6,26 +6,27 @@
  * its share of the API's slots, often longer than EXECUTION_RECONCILE_GRACE_MS. The
  * reconciler then took the oldest of them, 100 a pass, one after the other as fast as
  * Temporal answered: every ~7 s a burst of runs that took both cores, and the other
- * organizations' conversations waited behind each burst (docs/performance.md, "The
- * reconciler's bursts"). The flood's own pace did not change: the queue's calls for
- * those rows found them started.
+ * organizations' conversations waited behind each burst. The flood's own pace did not
+ * change: the queue's calls for those rows found them started (docs/performance.md,
+ * "A flood's requests, and the reconciler's bursts").
  *
- * A lease is the reconciler's own claim column (`start_claimed_until`): the rows its claim
- * statement skips. Rows that start waiting are leased within FLUSH_MS (well inside the
- * grace), and the rows still waiting are renewed every third of LEASE_MS. A row leaves the
- * lease when it gets its slot; its lease then lapses by itself, or its stamp ends it. So
- * whatever happens to this process, the reconciler takes the row within LEASE_MS: at
- * shutdown the waiting calls are dropped and their leases given back at once (`abandoned`),
- * and a SIGKILLed process's leases lapse. A start that fails after its slot (Temporal
- * slow) is retried by the reconciler when its lease lapses, at most LEASE_MS later than
- * it would have been without one.
+ * A lease is the reconciler's own claim column (`start_claimed_until`), which its claim
+ * statement skips. A start that begins waiting is leased within FLUSH_MS (inside the
+ * grace), and the starts still waiting are renewed every third of LEASE_MS. Once a start
+ * leaves the queue for its slot it is no longer renewed: its stamp or the lease's lapse
+ * ends the lease. So the reconciler gets every row back within LEASE_MS, whatever happens
+ * to this process: at shutdown the waiting calls are dropped and their leases given back at
+ * once (`abandoned`), and a SIGKILLed process's leases lapse. A start that fails after
+ * leaving the queue (Temporal slow) is retried when its lease lapses, at most LEASE_MS
+ * later than without one. A lease written over a reconciler's claim costs nothing: a
+ * second start of a row finds its run (the workflow id is the row's).
  */
 import type { BackgroundWatch } from '../../background-tasks';
 import { type HotPool, hotQuery } from '../../db/hot-query';
 import type { Logger } from '../../logger';
 
 /** How long a waiting start's lease keeps the reconciler off its row unless renewed. */
-export const LEASE_MS = 15_000;
+const LEASE_MS = 15_000;
 /** How soon a start that began waiting is leased: well inside the reconciler's grace (5 s by default). */
 const FLUSH_MS = 1_000;
 
