@@ -17,6 +17,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { koaBody } from 'koa-body';
+import type { OAuthServer } from './oauth-provider';
 import type { OAuthServices } from './oauth-state';
 import { Organization } from '../organizations/organization.entity';
 import { User } from '../users/user.entity';
@@ -42,8 +43,8 @@ interface Session {
   p: string;
 }
 
-export function accountRouter(services: OAuthServices): Router {
-  const key = services.oauth.cookieKey;
+export function accountRouter(services: OAuthServices, server: OAuthServer): Router {
+  const key = server.cookieKey;
   const secure = services.config.BASE_URL.startsWith('https:');
   const mac = (purpose: string, value: string) => createHmac('sha256', key).update(`${purpose}:${value}`).digest('base64url');
   const sameMac = (given: string, expected: string) => {

@@ -18,6 +18,7 @@ import type { Interaction } from 'oidc-provider';
 import { PERMISSION_SCOPES, SCOPES, type Scope } from '../../credentials/scopes';
 import type { LimitCheck, LimitRule } from '../../http/rate-limit';
 import type { Services } from '../../services';
+import type { OAuthServer } from './oauth-provider';
 import type { OAuthServices } from './oauth-state';
 import { Organization } from '../organizations/organization.entity';
 import { User } from '../users/user.entity';
@@ -56,8 +57,8 @@ export const PAGE_HEADERS = {
   'Cache-Control': 'no-store',
 };
 
-export function interactionRouter(services: OAuthServices): Router {
-  const { provider, resource, cookieKey } = services.oauth;
+export function interactionRouter(services: OAuthServices, server: OAuthServer): Router {
+  const { provider, resource, cookieKey } = server;
   const csrfFor = (uid: string) => createHmac('sha256', cookieKey).update(`csrf:${uid}`).digest('base64url');
 
   const router = new Router({ prefix: '/oauth/interaction/:uid' });

@@ -6,6 +6,7 @@
  * consent pages under /oauth/interaction; and a person's connected applications at /oauth/grants.
  */
 import type { Context, Middleware, Next } from 'koa';
+import type Provider from 'oidc-provider';
 import { accountRouter } from './oauth-account';
 import { interactionRouter } from './oauth-interactions';
 import type { OAuthServices } from './oauth-state';
@@ -14,13 +15,23 @@ const RFC8414 = '/.well-known/oauth-authorization-server';
 const OIDC_DISCOVERY = '/.well-known/openid-configuration';
 
 export function oauthMiddleware(services: OAuthServices) {
-  const { provider } = services.oauth;
-  const handle = provider.callback();
-  const interactions = interactionRouter(services).routes() as unknown as Middleware;
-  const account = accountRouter(services).routes() as unknown as Middleware;
-  provider.on('server_error', (_ctx, err) => services.logger.error({ err }, 'oauth server error'));
+  // Built with the authorization server, at the first request that needs it (oauth-state.ts).
+  let mounted: Promise<{ handle: ReturnType<Provider['callback']>; interactions: Middleware; account: Middleware }> | undefined;
+  const mount = () =>
+    (mounted ??= services.oauth().then(
+      (server) => ({
+        handle: server.provider.callback(),
+        interactions: interactionRouter(services, server).routes() as unknown as Middleware,
+        account: accountRouter(services, server).routes() as unknown as Middleware,
+      }),
+      (err: unknown) => {
+        mounted = undefined;
+        throw err;
+      },
+    ));
 
   const provide = async (ctx: Context) => {
+    const { handle } = await mount();
     // The provider writes the response itself.
     ctx.respond = false;
     await handle(ctx.req, ctx.res);
@@ -29,8 +40,8 @@ export function oauthMiddleware(services: OAuthServices) {
   // Not an async function: every other request passes through without a promise of its own.
   return (ctx: Context, next: Next) => {
     const path = ctx.path;
-    if (path.startsWith('/oauth/interaction/')) return interactions(ctx, next);
-    if (path === '/oauth/grants' || path.startsWith('/oauth/grants/')) return account(ctx, next);
+    if (path.startsWith('/oauth/interaction/')) return mount().then(({ interactions }) => interactions(ctx, next));
+    if (path === '/oauth/grants' || path.startsWith('/oauth/grants/')) return mount().then(({ account }) => account(ctx, next));
     if (path === RFC8414) ctx.req.url = OIDC_DISCOVERY;
     else if (!path.startsWith('/oauth/') && path !== OIDC_DISCOVERY) return next();
     return provide(ctx);

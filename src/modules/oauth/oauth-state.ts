@@ -2,14 +2,19 @@
  * The oauth module's own state, built once per API process (src/app.ts); a worker builds
  * none of it: the authorization server, the verifier of its access tokens (one of the
  * API's credential verifiers) and people's grants.
+ *
+ * The authorization server (oidc-provider and its keys) is built at its first use: the
+ * first request under /oauth or the first OAuth token to verify. Most processes of the
+ * test suite never use it, and building it was about 130 ms of each test file's start.
  */
 import type { Services } from '../../services';
 import { OAuthGrantService } from './oauth-grants';
-import { createOAuthServer, type OAuthServer } from './oauth-provider';
+import { apiResource, createOAuthServer, type OAuthServer } from './oauth-provider';
 import { OAuthTokenVerifier } from './oauth-token-verifier';
 
 export interface OAuthState {
-  oauth: OAuthServer;
+  /** The authorization server, built at the first call (a failed build is tried again at the next). */
+  oauth: () => Promise<OAuthServer>;
   oauthTokens: OAuthTokenVerifier;
   /** People's OAuth grants: listed and revoked by the grants page and the users API. */
   oauthGrants: OAuthGrantService;
@@ -19,9 +24,21 @@ export type OAuthServices = Services & OAuthState;
 
 export async function createOAuthState(services: Services): Promise<OAuthState> {
   const { config, orm, logger } = services;
-  const oauth = await createOAuthServer(config, orm, logger);
-  const oauthTokens = new OAuthTokenVerifier(oauth.provider, oauth.resource, orm, config.AUTH_CACHE_TTL_MS);
-  oauth.provider.on('access_token.destroyed', (token) => oauthTokens.forget(token.jti));
-  oauth.provider.on('grant.revoked', (_ctx, grantId) => oauthTokens.forgetGrant(grantId));
-  return { oauth, oauthTokens, oauthGrants: new OAuthGrantService(orm, oauthTokens, oauth.resource) };
+  const resource = apiResource(config);
+  let built: Promise<OAuthServer> | undefined;
+  const oauth = () =>
+    (built ??= createOAuthServer(config, orm, logger).then(
+      (server) => {
+        server.provider.on('access_token.destroyed', (token) => oauthTokens.forget(token.jti));
+        server.provider.on('grant.revoked', (_ctx, grantId) => oauthTokens.forgetGrant(grantId));
+        server.provider.on('server_error', (_ctx, err) => logger.error({ err }, 'oauth server error'));
+        return server;
+      },
+      (err: unknown) => {
+        built = undefined;
+        throw err;
+      },
+    ));
+  const oauthTokens = new OAuthTokenVerifier(async () => (await oauth()).provider, resource, orm, config.AUTH_CACHE_TTL_MS);
+  return { oauth, oauthTokens, oauthGrants: new OAuthGrantService(orm, oauthTokens, resource) };
 }

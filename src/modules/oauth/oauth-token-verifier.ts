@@ -21,7 +21,8 @@ export class OAuthTokenVerifier implements CredentialVerifier {
   private readonly cache = new Map<string, { credential: Credential | null; expiresAt: number }>();
 
   constructor(
-    private readonly provider: Provider,
+    /** The authorization server's provider, built at its first use (oauth-state.ts). */
+    private readonly provider: () => Promise<Provider>,
     private readonly resource: string,
     private readonly orm: Orm,
     private readonly ttlMs: number,
@@ -58,7 +59,8 @@ export class OAuthTokenVerifier implements CredentialVerifier {
   }
 
   private async load(token: string): Promise<Credential | null> {
-    const at = await this.provider.AccessToken.find(token);
+    const provider = await this.provider();
+    const at = await provider.AccessToken.find(token);
     if (!at || at.isExpired || !at.accountId || !at.grantId) return null;
     const audiences = Array.isArray(at.aud) ? at.aud : [at.aud];
     if (!audiences.includes(this.resource)) return null;
@@ -67,7 +69,7 @@ export class OAuthTokenVerifier implements CredentialVerifier {
     const [client, user, grant] = await Promise.all([
       em.findOne(OAuthClient, { id: at.clientId }),
       em.findOne(User, { id: at.accountId }),
-      this.provider.Grant.find(at.grantId),
+      provider.Grant.find(at.grantId),
     ]);
     if (!client || !user || !grant || user.organizationId !== client.organizationId) return null;
     const role = PERMISSION_SCOPES[user.role];
