@@ -6,29 +6,23 @@
  * consent pages under /oauth/interaction; and a person's connected applications at /oauth/grants.
  */
 import type { Context, Middleware, Next } from 'koa';
-import type Provider from 'oidc-provider';
 import { accountRouter } from './oauth-account';
 import { interactionRouter } from './oauth-interactions';
-import type { OAuthServices } from './oauth-state';
+import { builtOnFirstUse, type OAuthServices } from './oauth-state';
 
 const RFC8414 = '/.well-known/oauth-authorization-server';
 const OIDC_DISCOVERY = '/.well-known/openid-configuration';
 
 export function oauthMiddleware(services: OAuthServices) {
   // Built with the authorization server, at the first request that needs it (oauth-state.ts).
-  let mounted: Promise<{ handle: ReturnType<Provider['callback']>; interactions: Middleware; account: Middleware }> | undefined;
-  const mount = () =>
-    (mounted ??= services.oauth().then(
-      (server) => ({
-        handle: server.provider.callback(),
-        interactions: interactionRouter(services, server).routes() as unknown as Middleware,
-        account: accountRouter(services, server).routes() as unknown as Middleware,
-      }),
-      (err: unknown) => {
-        mounted = undefined;
-        throw err;
-      },
-    ));
+  const mount = builtOnFirstUse(async () => {
+    const server = await services.oauth();
+    return {
+      handle: server.provider.callback(),
+      interactions: interactionRouter(services, server).routes() as unknown as Middleware,
+      account: accountRouter(services, server).routes() as unknown as Middleware,
+    };
+  });
 
   const provide = async (ctx: Context) => {
     const { handle } = await mount();

@@ -22,23 +22,26 @@ export interface OAuthState {
 
 export type OAuthServices = Services & OAuthState;
 
+/** `build` run at the first call and its result kept; a failure is not kept, so the next call builds again. */
+export function builtOnFirstUse<T>(build: () => Promise<T>): () => Promise<T> {
+  let built: Promise<T> | undefined;
+  return () =>
+    (built ??= build().catch((err: unknown) => {
+      built = undefined;
+      throw err;
+    }));
+}
+
 export async function createOAuthState(services: Services): Promise<OAuthState> {
   const { config, orm, logger } = services;
   const resource = apiResource(config);
-  let built: Promise<OAuthServer> | undefined;
-  const oauth = () =>
-    (built ??= createOAuthServer(config, orm, logger).then(
-      (server) => {
-        server.provider.on('access_token.destroyed', (token) => oauthTokens.forget(token.jti));
-        server.provider.on('grant.revoked', (_ctx, grantId) => oauthTokens.forgetGrant(grantId));
-        server.provider.on('server_error', (_ctx, err) => logger.error({ err }, 'oauth server error'));
-        return server;
-      },
-      (err: unknown) => {
-        built = undefined;
-        throw err;
-      },
-    ));
+  const oauth = builtOnFirstUse(async () => {
+    const server = await createOAuthServer(config, orm, logger);
+    server.provider.on('access_token.destroyed', (token) => oauthTokens.forget(token.jti));
+    server.provider.on('grant.revoked', (_ctx, grantId) => oauthTokens.forgetGrant(grantId));
+    server.provider.on('server_error', (_ctx, err) => logger.error({ err }, 'oauth server error'));
+    return server;
+  });
   const oauthTokens = new OAuthTokenVerifier(async () => (await oauth()).provider, resource, orm, config.AUTH_CACHE_TTL_MS);
   return { oauth, oauthTokens, oauthGrants: new OAuthGrantService(orm, oauthTokens, resource) };
 }
