@@ -320,7 +320,7 @@ export const EXECUTION_START: StartKind<PendingExecution> = {
  */
 export async function dispatchExecution(services: Services, pending: PendingExecution, opts: { batchStamp?: StartStamps } = {}): Promise<boolean> {
   const batch = opts.batchStamp;
-  return await dispatchStart(services, EXECUTION_START, pending, batch ? { stamp: (id) => batch.stamp(id) } : {});
+  return await dispatchStart(services, EXECUTION_START, pending, batch ? { stamp: (id) => batch.add(id) } : {});
 }
 
 /** The claim of one named execution that runs but was never started (bindings: lease ms, id), as the reconciler claims. */

@@ -24,6 +24,7 @@
 import type { BackgroundWatch } from '../../background-tasks';
 import { type HotPool, hotQuery } from '../../db/hot-query';
 import type { Logger } from '../../logger';
+import { ExecutionIdBatch } from './execution-id-batch';
 
 /** How long a waiting start's lease keeps the reconciler off its row unless renewed. */
 const LEASE_MS = 15_000;
@@ -47,13 +48,18 @@ export class QueuedStartLeases {
   private fresh: string[] = [];
   private lastRenewal = 0;
   private timer: NodeJS.Timeout | undefined;
-  private released: string[] = [];
-  private release: Promise<void> | undefined;
+  /** Gives back the leases of the starts one drain dropped, in one statement. */
+  private readonly releases: ExecutionIdBatch;
 
   constructor(
     private readonly pool: HotPool,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.releases = new ExecutionIdBatch(pool, logger, RELEASE, {
+      windowMs: 0,
+      onFailure: 'could not give back the leases of dropped starts; the reconciler takes them when they lapse',
+    });
+  }
 
   /** The watch of one execution's start (`BackgroundTasks.run`). */
   watch(executionId: string): BackgroundWatch {
@@ -68,10 +74,7 @@ export class QueuedStartLeases {
       },
       abandoned: () => {
         this.waiting.delete(executionId);
-        this.released.push(executionId);
-        // Every call dropped by one drain is released by one statement.
-        this.release ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.writeReleases());
-        return this.release;
+        return this.releases.add(executionId);
       },
     };
   }
@@ -89,14 +92,5 @@ export class QueuedStartLeases {
       );
     }
     if (this.waiting.size > 0) this.timer ??= setTimeout(() => void this.flush(), FLUSH_MS).unref();
-  }
-
-  private async writeReleases(): Promise<void> {
-    const ids = this.released;
-    this.released = [];
-    this.release = undefined;
-    await hotQuery(this.pool, RELEASE, [ids]).catch((err: unknown) =>
-      this.logger.warn({ err, executions: ids.length }, 'could not give back the leases of dropped starts; the reconciler takes them when they lapse'),
-    );
   }
 }

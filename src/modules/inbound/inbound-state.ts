@@ -6,7 +6,7 @@
 import { FairLimiter, SHARED_WINDOW_MS } from '../../fair-limiter';
 import type { Services } from '../../services';
 import { QueuedStartLeases } from '../executions/queued-start-leases';
-import { StartStamps } from '../executions/start-stamps';
+import { createStartStamps, type StartStamps } from '../executions/start-stamps';
 import { MessageTargetsCache } from './message-targets';
 
 export interface InboundState {
@@ -30,7 +30,7 @@ export type InboundServices = Services & InboundState;
 export function createInboundState(services: Services): InboundState {
   return {
     messageTargets: new MessageTargetsCache(services.hotPool),
-    startStamps: new StartStamps(services.hotPool, services.logger),
+    startStamps: createStartStamps(services.hotPool, services.logger),
     queuedStarts: new QueuedStartLeases(services.hotPool, services.logger),
     intake: new FairLimiter(Number.POSITIVE_INFINITY, { share: services.config.INBOUND_MESSAGES_PER_ORGANIZATION, windowMs: SHARED_WINDOW_MS }),
   };
