@@ -187,6 +187,7 @@ export function serviceEnv(t: TestApp, extra: Record<string, string | undefined>
     TEMPORAL_TASK_QUEUE: t.config.TEMPORAL_TASK_QUEUE,
     TEMPORAL_WORKFLOW_BUNDLE_PATH: process.env.TEMPORAL_WORKFLOW_BUNDLE_PATH,
     TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: String(TEST_STICKY_QUEUE_TIMEOUT_MS),
+    DATABASE_ACQUIRE_TIMEOUT_MS: String(t.config.DATABASE_ACQUIRE_TIMEOUT_MS),
     LOG_LEVEL: 'info',
     ...extra,
   };
