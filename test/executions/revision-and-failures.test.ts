@@ -8,9 +8,9 @@
  * restores; the infrastructure budget is a fraction of an hour (the setting takes
  * fractions) so that running out of it takes seconds.
  */
-import { dropDatabase } from '../../src/db/orm';
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp, uniqueSuffix } from '../helpers/app';
+import { releaseTestDatabase } from '../helpers/test-databases';
 import { type ChannelProvider, startChannelProvider } from '../helpers/channel-provider';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
 import { startTestWorker, type TestWorker } from '../helpers/temporal';
@@ -47,7 +47,7 @@ describe('executions in flight', () => {
     await redis.restore().catch(() => undefined);
     await worker.stop();
     await t.close();
-    await dropDatabase(`postgresql://postgres@127.0.0.1:5432/${databaseName}`);
+    await releaseTestDatabase(`postgresql://postgres@127.0.0.1:5432/${databaseName}`);
     await Promise.all([pg.close(), redis.close(), provider.close()]);
   });
 

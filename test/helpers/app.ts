@@ -10,12 +10,13 @@ import supertest from 'supertest';
 import { type ApiServices, createApiServices, createApp } from '../../src/app';
 import { answerClientErrors } from '../../src/http/client-errors';
 import { type Config, loadConfig } from '../../src/config';
-import { createOrm, dropDatabase, ensureDatabase, migrate } from '../../src/db/orm';
+import { createOrm, ensureDatabase, migrate } from '../../src/db/orm';
 import { entities } from '../../src/entities';
 import type { Permission } from '../../src/credentials/scopes';
 import { ApiKeyService } from '../../src/modules/api-keys/api-key.service';
 import type { Logger } from '../../src/logger';
 import { closeServices, createServices } from '../../src/services';
+import { releaseTestDatabase } from './test-databases';
 
 export const uniqueSuffix = () => `${process.env.TEST_RUN_ID ?? 'local'}_${randomBytes(4).toString('hex')}`;
 
@@ -112,7 +113,7 @@ export async function createTestApp(env: Record<string, string> = {}, opts: { lo
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await closeServices(services);
-      if (ownsDatabase) await dropDatabase(databaseUrl);
+      if (ownsDatabase) await releaseTestDatabase(databaseUrl);
     },
   };
 }

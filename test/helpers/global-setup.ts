@@ -28,8 +28,6 @@ declare global {
   var __TEMPORAL_TEST_ENV__: TestWorkflowEnvironment | undefined;
   // The directory holding the run's workflow bundle; removed by global-teardown.ts.
   var __WORKFLOW_BUNDLE_DIR__: string | undefined;
-  // The URL of the run's migrated template database; dropped by global-teardown.ts.
-  var __TEMPLATE_DATABASE_URL__: string | undefined;
   // The run's compiled copy of the service (service-build.ts); removed by global-teardown.ts.
   var __SERVICE_BUILD_DIR__: string | undefined;
 }
@@ -120,7 +118,6 @@ async function migrateTemplateDatabase(runId: string): Promise<string> {
   const url = new URL(DATABASE_URL);
   url.pathname = `/wfa_test_template_${runId}`;
   const templateUrl = url.toString();
-  globalThis.__TEMPLATE_DATABASE_URL__ = templateUrl;
   await dropDatabase(templateUrl);
   await ensureDatabase(templateUrl);
   const orm = await createOrm(entities, templateUrl, 1);

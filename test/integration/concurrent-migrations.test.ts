@@ -6,10 +6,11 @@
  */
 import path from 'node:path';
 import { Client as PgClient } from 'pg';
-import { createOrm, dropDatabase, migrate } from '../../src/db/orm';
+import { createOrm, migrate } from '../../src/db/orm';
 import { entities } from '../../src/entities';
 import { migrationsList } from '../../src/db/migrations';
 import { uniqueSuffix } from '../helpers/app';
+import { releaseTestDatabase } from '../helpers/test-databases';
 import { spawnProcess } from '../helpers/process';
 
 jest.setTimeout(120_000);
@@ -17,7 +18,7 @@ jest.setTimeout(120_000);
 describe('migrations run by several processes at once', () => {
   const databaseUrl = `postgresql://postgres@127.0.0.1:5432/wfa_test_migr_${uniqueSuffix()}`.toLowerCase();
   afterAll(async () => {
-    await dropDatabase(databaseUrl);
+    await releaseTestDatabase(databaseUrl);
   });
 
   it('two `npm run migrate` on a fresh database both succeed and apply each migration once', async () => {

@@ -13,11 +13,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp, uniqueSuffix } from '../helpers/app';
+import { releaseTestDatabase } from '../helpers/test-databases';
 import { type ChannelProvider, startChannelProvider } from '../helpers/channel-provider';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
 import { connectTestClient, startTestWorker, temporalAddress, type TestWorker } from '../helpers/temporal';
 import { waitFor } from '../helpers/wait';
-import { dropDatabase } from '../../src/db/orm';
 import { reconcileOnce } from '../../src/modules/executions/execution.reconciler';
 import { createActiveWorkflow } from '../executions/helpers';
 
@@ -70,7 +70,7 @@ describe('dependency outages', () => {
     await temporal.restore().catch(() => undefined);
     await worker.stop();
     await t.close();
-    await dropDatabase(`postgresql://postgres@127.0.0.1:5432/${databaseName}`);
+    await releaseTestDatabase(`postgresql://postgres@127.0.0.1:5432/${databaseName}`);
     await Promise.all([pg.close(), temporal.close(), provider.close(), rm(files, { recursive: true, force: true })]);
   });
 
