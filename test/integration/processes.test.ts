@@ -54,9 +54,9 @@ describe('processes: CLI and service start-up', () => {
   });
 
   it('runs API and worker in one process, serves readiness, and drains on SIGTERM', async () => {
-    // As `npm start` runs it (tsx), and without the run's prebuilt bundle: the worker bundles
-    // the workflows at start, as by default.
-    const proc = spawnService('all', t, { PORT: '0', TEMPORAL_WORKFLOW_BUNDLE_PATH: undefined }, { viaTsx: true });
+    // As `npm start` runs it (tsx), migrating at start, and without the run's prebuilt bundle:
+    // the worker bundles the workflows at start, as by default.
+    const proc = spawnService('all', t, { PORT: '0', TEMPORAL_WORKFLOW_BUNDLE_PATH: undefined, MIGRATE_ON_START: undefined }, { viaTsx: true });
     try {
       const [, port] = await proc.waitForLine(/API listening on http:\/\/localhost:(\d+)/, 60_000);
       await proc.waitForLine(/worker running/, 60_000);
