@@ -191,6 +191,9 @@ export function serviceEnv(t: TestApp, extra: Record<string, string | undefined>
     TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: String(TEST_STICKY_QUEUE_TIMEOUT_MS),
     DATABASE_ACQUIRE_TIMEOUT_MS: String(t.config.DATABASE_ACQUIRE_TIMEOUT_MS),
     MIGRATE_ON_START: 'false',
+    // Node 22+ keeps V8's code cache of the modules a spawned service loads (about 0.2 s of a
+    // worker's ~1.2 s start-up on Node 24); Node 20 ignores the variable.
+    NODE_COMPILE_CACHE: path.resolve(__dirname, '..', '..', 'node_modules', '.cache', 'node-compile-cache'),
     LOG_LEVEL: 'info',
     ...extra,
   };
