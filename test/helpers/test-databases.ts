@@ -1,9 +1,9 @@
 /**
  * Owns the end of the run's test databases. A file's database is not dropped when the file
  * ends but with all the others in the global teardown: every `DROP DATABASE` makes
- * PostgreSQL run an immediate checkpoint and wait for it, and during a full run those ~110
- * checkpoints wrote about 1 GB of the other files' dirty pages (125,000 buffers in one run;
- * each file's `afterAll` waited for one). A dropped database's own pages are discarded,
+ * PostgreSQL run an immediate checkpoint and wait for it, and during a full run the ~110
+ * drops forced 93 checkpoints that wrote about 1 GB of the other files' dirty pages
+ * (125,000 buffers; each file's `afterAll` waited for one). A dropped database's own pages are discarded,
  * never written, so at the end, with the files done, the drops cost little. Names carry the
  * run's id (`uniqueSuffix`), which is how the teardown finds them.
  */
