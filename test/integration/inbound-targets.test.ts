@@ -123,4 +123,24 @@ describe('inbound message targets kept in memory', () => {
     const both = await send('known', 'bonjour');
     expect(both.executions.map((e) => e.workflow_id).sort()).toEqual([workflowId, other.body.data.id].sort());
   });
+
+  it('a handoff begun by another writer silences the very next message; the plan said none, so the check is made again', async () => {
+    const first = await send('handed', 'bonjour');
+    expect(first.status).toBe('started');
+    await endConversation('handed');
+    // Another process hands the customer to a person: nothing tells this one, whose plan
+    // says the channel has no handoff (so it does not look for one).
+    await t.query(`insert into customer_handoffs (id, organization_id, customer_id, channel, until) values (?, ?, ?, 'whatsapp', now() + interval '1 hour')`, [
+      `hof_${first.customer_id}`,
+      org,
+      first.customer_id,
+    ]);
+    const before = reads();
+    expect(await send('handed', 'bonjour')).toMatchObject({ status: 'ignored', reason: 'handed_off', customer_id: first.customer_id, executions: [] });
+    expect(reads()).toBe(before + 1);
+
+    // Ended elsewhere too: the next message starts the workflow again.
+    await t.query(`update customer_handoffs set ended_at = now(), end_reason = 'deleted' where customer_id = ?`, [first.customer_id]);
+    expect(await send('handed', 'bonjour')).toMatchObject({ status: 'started', executions: expect.arrayContaining([expect.objectContaining({ workflow_id: workflowId })]) });
+  });
 });

@@ -48,6 +48,7 @@ import { Migration20261222000100_window_closed_indexes } from './Migration202612
 import { Migration20261222000200_daily_hours } from './Migration20261222000200_daily_hours';
 import { Migration20261223000100_finish_rollup } from './Migration20261223000100_finish_rollup';
 import { Migration20261224000100_event_trace_context } from './Migration20261224000100_event_trace_context';
+import { Migration20261225000100_handoff_message_targets } from './Migration20261225000100_handoff_message_targets';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -96,4 +97,5 @@ export const migrationsList = [
   { name: 'Migration20261222000200_daily_hours', class: Migration20261222000200_daily_hours },
   { name: 'Migration20261223000100_finish_rollup', class: Migration20261223000100_finish_rollup },
   { name: 'Migration20261224000100_event_trace_context', class: Migration20261224000100_event_trace_context },
+  { name: 'Migration20261225000100_handoff_message_targets', class: Migration20261225000100_handoff_message_targets },
 ];

@@ -38,6 +38,8 @@ interface Candidates {
   triggers: TriggerRow[];
   /** Active workflows of the channel or started by one of `triggers`, by id. */
   workflows: Map<string, WorkflowRow>;
+  /** Whether a customer of the channel was handed off (customer_handoffs) when read. */
+  handoffs: boolean;
 }
 
 /** What a message may start and who sent it. */
@@ -51,6 +53,11 @@ export interface MessageTargets {
   workflows: Map<string, WorkflowRow>;
   /** The customer's id when known (null: taken for a new customer). */
   customerId: string | null;
+  /**
+   * Whether a customer of the channel may be handed off: false only when none was as of
+   * `version` (a handoff since bumps it, and the write refuses the plan).
+   */
+  handoffs: boolean;
   /**
    * The debounced targets of the message's channel, matching or not (a burst open for one
    * is joined by any message): message triggers first, oldest first, then workflows' own
@@ -83,6 +90,7 @@ const READ = {
        from workflows where organization_id = $1 and status = 'active' and deleted_at is null
         and (channel = $2 or id in (select workflow_id from t)))::text as workflows,
     (select id from customers where organization_id = $1 and channel = $2 and external_id = $3) as customer_id,
+    exists (select 1 from customer_handoffs where organization_id = $1 and channel = $2 and ended_at is null) as handoffs,
     coalesce((select version from message_target_versions where organization_id = $1), 0)::text as version`,
 };
 
@@ -114,13 +122,13 @@ export class MessageTargetsCache {
     let customerId = fresh ? undefined : this.customers.get(customerKey);
     if (!candidates) {
       this.reads++;
-      const [row] = await hotQuery<{ triggers: string; workflows: string; customer_id: string | null; version: string }>(this.pool, READ, [
+      const [row] = await hotQuery<{ triggers: string; workflows: string; customer_id: string | null; handoffs: boolean; version: string }>(this.pool, READ, [
         organizationId,
         msg.channel,
         msg.customer_id,
       ]);
       const workflows = (JSON.parse(row!.workflows) as WorkflowRow[]).filter((w) => w.configuration);
-      candidates = { version: row!.version, triggers: JSON.parse(row!.triggers), workflows: new Map(workflows.map((w) => [w.id, w])) };
+      candidates = { version: row!.version, triggers: JSON.parse(row!.triggers), workflows: new Map(workflows.map((w) => [w.id, w])), handoffs: row!.handoffs };
       this.keepCandidates(channelKey, candidates, row!.triggers.length + row!.workflows.length);
       customerId = row!.customer_id ?? undefined;
     }
@@ -166,5 +174,5 @@ function match(candidates: Candidates, customerId: string | null, msg: InboundMe
     const debounce = trigger?.type === 'keyword' ? debounceOf(trigger) : null;
     if (debounce) debounced.push({ triggerId: null, workflowId: w.id, ...debounce, matches: configured.includes(w.id) });
   }
-  return { version: candidates.version, triggers, configured, workflows, customerId, debounced };
+  return { version: candidates.version, triggers, configured, workflows, customerId, debounced, handoffs: candidates.handoffs };
 }

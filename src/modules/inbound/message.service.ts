@@ -152,18 +152,17 @@ async function receiveNew(
 ): Promise<InboundResult> {
   const language = messageLanguage(msg);
   let first: Promise<MessageTargets> | undefined = prefetched ?? readTargets(services, organizationId, msg);
-  // A customer handed to a person: recorded, nothing started or resumed (docs/handoff.md).
-  const handedOff = await recordIfHandedOff(services, organizationId, msg, language);
-  if (handedOff) {
-    first.catch(() => undefined);
-    return { message_id: handedOff.messageId, customer_id: handedOff.customerId, status: 'ignored', reason: HANDED_OFF_REASON, executions: [] };
-  }
-  const recorded = await retrying(writeConflict, async () => {
+  const outcome = await retrying(writeConflict, async () => {
     // A retry after a write conflict reads again, not from memory: the conflict means the rows changed.
     const targets = await (first ?? readTargets(services, organizationId, msg, true));
     first = undefined;
+    // A customer handed to a person: recorded, nothing started or resumed (docs/handoff.md).
+    // Looked for only where the plan says a handoff may be in force: a handoff begun since
+    // the plan was read changed its version, and the write below refuses it.
+    const handedOff = targets.handoffs ? await recordIfHandedOff(services, organizationId, msg, language) : undefined;
+    if (handedOff) return { handedOff };
     try {
-      return await writeMessage(services.hotPool, targets, { organizationId, msg, language });
+      return { recorded: await writeMessage(services.hotPool, targets, { organizationId, msg, language }) };
     } catch (err) {
       if ((err as { constraint?: string }).constraint === MESSAGE_ID_KEY) throw new Redelivery();
       throw err;
@@ -172,6 +171,11 @@ async function receiveNew(
     // Conflicts that outlived the retries are contention, as a deadlock is: 503, never a 500.
     throw writeConflict(err) ? busyWithConflict() : err;
   });
+  if (outcome.handedOff) {
+    const { messageId, customerId } = outcome.handedOff;
+    return { message_id: messageId, customer_id: customerId, status: 'ignored', reason: HANDED_OFF_REASON, executions: [] };
+  }
+  const recorded = outcome.recorded!;
   services.messageTargets.rememberCustomer(organizationId, msg, recorded.customerId);
   // Crash tests die here: everything above is committed, nothing is started or signalled yet.
   failpoint(services.config, 'message.after_commit');
