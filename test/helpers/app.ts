@@ -16,11 +16,9 @@ import type { Permission } from '../../src/credentials/scopes';
 import { ApiKeyService } from '../../src/modules/api-keys/api-key.service';
 import type { Logger } from '../../src/logger';
 import { closeServices, createServices } from '../../src/services';
-import { releaseTestDatabase } from './test-databases';
+import { databaseName, releaseTestDatabase } from './test-databases';
 
 export const uniqueSuffix = () => `${process.env.TEST_RUN_ID ?? 'local'}_${randomBytes(4).toString('hex')}`;
-
-const databaseName = (url: string) => decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
 
 /**
  * Creates `targetUrl`'s database as a copy of the run's migrated template (global-setup.ts):

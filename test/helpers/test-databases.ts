@@ -16,6 +16,9 @@ const DROPS_AT_ONCE = 8;
 
 const runId = () => process.env.TEST_RUN_ID;
 
+/** The database a URL names. */
+export const databaseName = (url: string) => decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
+
 /** Whether this database belongs to the run under way (named with its id), so the teardown drops it. */
 function ofThisRun(name: string, id = runId()): boolean {
   return id !== undefined && (name.includes(`_${id}_`) || name.endsWith(`_${id}`));
@@ -23,8 +26,7 @@ function ofThisRun(name: string, id = runId()): boolean {
 
 /** A test's database is done: left to the run's teardown when the run has one, else dropped now (a file run outside jest's global setup). */
 export async function releaseTestDatabase(databaseUrl: string): Promise<void> {
-  const name = decodeURIComponent(new URL(databaseUrl).pathname.slice(1));
-  if (!ofThisRun(name)) await dropDatabase(databaseUrl);
+  if (!ofThisRun(databaseName(databaseUrl))) await dropDatabase(databaseUrl);
 }
 
 /** Drops every database of the run `id` (global-teardown.ts). */
