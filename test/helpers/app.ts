@@ -73,7 +73,7 @@ export async function createTestApp(env: Record<string, string> = {}, opts: { lo
     // A connection waited for longer than production's 2 s is a 503 the test would count as
     // a failure: on a loaded 2-core machine a commit can stall that long (a full run in CI
     // had one message and one webhook answered 503 from a busy pool). Tests of the timeout
-    // itself set their own (error-codes.test.ts).
+    // itself set their own (test/integration/errors/error-codes.cases.ts).
     DATABASE_ACQUIRE_TIMEOUT_MS: '10000',
     REDIS_KEY_PREFIX: `wfa-test:${suffix}:`,
     TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS ?? '127.0.0.1:7233',

@@ -1,5 +1,6 @@
 /**
- * Import FIRST in a test file that waits for a real form timeout: lets its forms time out
+ * Import FIRST in a test file that waits for a real form timeout (for a `*.cases.ts` module,
+ * in its group's test file too: test/helpers/cases.ts): lets its forms time out
  * after a few seconds instead of the 10 s minimum. The workflow schemas read
  * FORM_TIMEOUT_MIN_SECONDS when they load (src/config.ts, formTimeoutMinSeconds), so it
  * must be set before anything imports src/. Jest gives every test file its own copy of

@@ -60,7 +60,7 @@ export const workflowSuccessRate = (success: number, failed: number) => (success
  * `workflowSuccessRate` in SQL, for answers PostgreSQL writes as JSON: the same float8 arithmetic, and
  * `floor(x + 0.5)` rounds ties up as `Math.round` does (PostgreSQL's `round` of a float8
  * rounds them to even). Checked against `successRatio` pair by pair in
- * test/integration/workflows-read.test.ts.
+ * test/integration/resources/workflows-read.cases.ts.
  */
 export const successRateSql = (success: string, failed: string) =>
   `case when ${success} + ${failed} = 0 then null else floor(${success}::float8 / (${success} + ${failed}) * 10000 + 0.5) / 10000 end`;

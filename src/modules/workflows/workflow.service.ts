@@ -32,7 +32,7 @@ export interface WorkflowListFilter {
  * (docs/performance.md). Each field is the one `toWorkflowOut` would give: timestamps as
  * `toISOString()` does (UTC, milliseconds truncated like the pg driver's dates),
  * `success_rate` as `successRatio` computes it (float8 arithmetic, ties rounded up; checked
- * against it pair by pair in test/integration/workflows-read.test.ts). The configuration is
+ * against it pair by pair in test/integration/resources/workflows-read.cases.ts). The configuration is
  * jsonb's own text: the same JSON value, spaced differently. A named statement: each pooled
  * connection parses and plans it once; the explicit columns keep it valid when a migration
  * adds some.

@@ -1,0 +1,54 @@
+/**
+ * Fair sharing between organizations (temporal/fairness.shared.ts), against the real API,
+ * PostgreSQL and Temporal: every execution's run carries its organization's id as the
+ * task-queue fairness key, whether the API started it or the reconciler did, so a
+ * backlogged queue dispatches organizations' tasks round-robin. (What that does to
+ * latency under a flood is measured by `npm run bench -- fairness`, not here.)
+ */
+import { reconcileStarts } from '../../../src/modules/starts/durable-start';
+import { EXECUTION_START } from '../../../src/modules/executions/execution.starter';
+import { ApiKeyService } from '../../../src/modules/api-keys/api-key.service';
+import { bearer, createTestApp, type TestApp } from '../../helpers/app';
+import { createActiveWorkflow, waitFor } from '../helpers';
+
+describe('fair sharing between organizations', () => {
+  let t: TestApp;
+  let lost: TestApp;
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    // Its starts are lost (no such namespace): the reconciler starts them.
+    lost = await createTestApp({ DATABASE_URL: t.databaseUrl, TEMPORAL_NAMESPACE: 'wfa-test-nowhere' });
+  });
+  afterAll(async () => {
+    await lost.close();
+    await t.close();
+  });
+
+  it("each organization's runs carry its own fairness key, from the API's start and from the reconciler's", async () => {
+    const other = await new ApiKeyService(t.services.orm.em.fork()).ensureOrganization('fairness-other');
+    const orgs = [await t.createKey('admin'), await t.createKey('admin', other.id)];
+    const runs: Array<{ executionId: string; organizationId: string }> = [];
+    for (const { key, organizationId } of orgs) {
+      await createActiveWorkflow(t, key, {
+        name: 'Greeter',
+        channel: 'whatsapp',
+        configuration: { trigger: { type: 'keyword', keywords: ['hi'] }, nodes: [{ id: 'hello', type: 'message', content: 'Hello!' }] },
+      });
+      for (const app of [t, lost]) {
+        const res = await app.request.post('/v1/messages').set(bearer(key)).send({ channel: 'whatsapp', customer_id: `c-${runs.length}`, message: 'hi' }).expect(201);
+        runs.push({ executionId: res.body.data.executions[0].id as string, organizationId });
+      }
+    }
+    // At least the two lost starts (an API start whose stamp is still batched may count too).
+    expect(await reconcileStarts(t.services, EXECUTION_START, { graceMs: 0 })).toBeGreaterThanOrEqual(2);
+
+    for (const { executionId, organizationId } of runs) {
+      const handle = t.services.temporal.client.workflow.getHandle(executionId);
+      const described = await waitFor(() => handle.describe(), `the run of ${executionId}`);
+      expect(described.priority).toMatchObject({ fairnessKey: organizationId });
+      await handle.terminate('test over');
+    }
+    expect(new Set(runs.map((r) => r.organizationId)).size).toBe(2);
+  });
+});
