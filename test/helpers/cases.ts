@@ -16,6 +16,8 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 
 export const CASES_SUFFIX = '.cases.ts';
+/** How a group's test file runs its directory's cases (spread-sequencer.js looks for the same line). */
+export const GROUP_FILE_CALL = /^runCases\(__dirname\);$/m;
 
 /** The case modules of `dir`, in name order. */
 export function caseFiles(dir: string): string[] {

@@ -6,7 +6,6 @@
  * workers through process.env (workers, and the processes they spawn, inherit the env set
  * here). A server or a webpack run per file (or per spawned worker) would cost seconds each.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -23,6 +22,7 @@ import { workflowsPath } from '../../temporal/worker';
 import { createOrm, dropDatabase, ensureDatabase, migrate } from '../../src/db/orm';
 import { entities } from '../../src/entities';
 import globalTeardown from './global-teardown';
+import { spawnProcess } from './process';
 import { buildServiceCode } from './service-build';
 
 declare global {
@@ -135,17 +135,10 @@ async function migrateTemplateDatabase(runId: string): Promise<string> {
 const ROOT = path.resolve(__dirname, '..', '..');
 
 /** Runs a command of the repository; rejects with its output when it exits other than 0. */
-function check(name: string, command: string, args: string[]): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    const output: Buffer[] = [];
-    child.stdout.on('data', (chunk: Buffer) => output.push(chunk));
-    child.stderr.on('data', (chunk: Buffer) => output.push(chunk));
-    child.on('error', reject);
-    child.on('close', (code) =>
-      code === 0 ? resolve() : reject(new Error(`${name} failed (exit ${code}); no test ran:\n${Buffer.concat(output).toString()}`)),
-    );
-  });
+async function check(name: string, command: string, args: string[]): Promise<void> {
+  const run = spawnProcess(command, args, { cwd: ROOT });
+  const { code } = await run.exited;
+  if (code !== 0) throw new Error(`${name} failed (exit ${code}); no test ran:\n${run.lines.join('\n')}`);
 }
 
 /**

@@ -23,6 +23,7 @@ const HEAVY = /\bspawnService\(|\brunReplicatedDrill\(|\bchromium\.launch\(/;
  */
 function sourceOf(file) {
   const own = readFileSync(file, 'utf8');
+  // GROUP_FILE_CALL of cases.ts (this file is plain JavaScript, loaded untransformed).
   if (!/^runCases\(__dirname\);$/m.test(own)) return own;
   const dir = path.dirname(file);
   const cases = readdirSync(dir).filter((f) => f.endsWith('.cases.ts'));

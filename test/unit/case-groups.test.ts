@@ -5,7 +5,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { CASES_SUFFIX } from '../helpers/cases';
+import { CASES_SUFFIX, GROUP_FILE_CALL } from '../helpers/cases';
 
 const TEST_ROOT = path.join(__dirname, '..');
 
@@ -17,7 +17,7 @@ function filesUnder(dir: string): string[] {
 
 const all = filesUnder(TEST_ROOT);
 const cases = all.filter((f) => f.endsWith(CASES_SUFFIX));
-const groups = all.filter((f) => f.endsWith('.test.ts') && /^runCases\(__dirname\);$/m.test(readFileSync(f, 'utf8')));
+const groups = all.filter((f) => f.endsWith('.test.ts') && GROUP_FILE_CALL.test(readFileSync(f, 'utf8')));
 
 describe('case groups', () => {
   it('every case module is run by the one test file of its directory', () => {
