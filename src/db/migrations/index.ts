@@ -49,6 +49,7 @@ import { Migration20261222000200_daily_hours } from './Migration20261222000200_d
 import { Migration20261223000100_finish_rollup } from './Migration20261223000100_finish_rollup';
 import { Migration20261224000100_event_trace_context } from './Migration20261224000100_event_trace_context';
 import { Migration20261225000100_handoff_message_targets } from './Migration20261225000100_handoff_message_targets';
+import { Migration20261226000100_open_wait_index } from './Migration20261226000100_open_wait_index';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -98,4 +99,5 @@ export const migrationsList = [
   { name: 'Migration20261223000100_finish_rollup', class: Migration20261223000100_finish_rollup },
   { name: 'Migration20261224000100_event_trace_context', class: Migration20261224000100_event_trace_context },
   { name: 'Migration20261225000100_handoff_message_targets', class: Migration20261225000100_handoff_message_targets },
+  { name: 'Migration20261226000100_open_wait_index', class: Migration20261226000100_open_wait_index },
 ];

@@ -176,6 +176,15 @@ const CUSTOMER: InboundCustomerSql = { organizationId: '$1::text', channel: '$2:
 const STARTS = 'not exists (select 1 from claim) and exists (select 1 from cust)';
 
 /**
+ * Whether the message replaces running executions: it starts, and a target's rule is
+ * `replace`. Checked on the parameter first, so a message without a replace key never
+ * reaches the slot holders' scan: the statement's plan is cached per connection, and a
+ * plan made while the table was small scanned every running execution of a flooding
+ * organization for no key at all (0.7 ms of each of its messages; docs/performance.md).
+ */
+const REPLACES = `jsonb_array_length($20::jsonb) > 0 and ${STARTS}`;
+
+/**
  * The write statement, composed of the tables' owners' fragments (customers, executions,
  * triggers, conversations, events); `customer` is its customer CTE: insert (new customer) or
  * count (known one), skipped for a redelivery (`dup`), and every other write needs the
@@ -189,7 +198,7 @@ const write = (name: string, customer: string) => ({
     ${customer},
     ${claimOpenWaitCtes({ organizationId: '$1::text', customerId: '(select id from cust)', channel: '$2::text' })},
     ${joinOrOpenBurstsCtes({ organizationId: '$1::text', customerId: '(select id from cust)', channel: '$2::text', messageId: '$6::text', text: '$7::text', targetsJson: '$22', when: STARTS })},
-    ${cancelSlotHoldersCtes('$20', STARTS)},
+    ${cancelSlotHoldersCtes('$20', REPLACES)},
     ex as (
       -- After \`replaced\` (referenced): the replaced holders leave the slot before the new rows take it.
       ${insertExecutionRowsSql('$11', `${STARTS} and (select count(*) from replaced) >= 0`)}
