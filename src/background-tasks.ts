@@ -57,6 +57,11 @@ export class BackgroundTasks {
     this.running.add(done);
   }
 
+  /** Whether the organization's calls wait for its share of the bound now (its starts are backlogged). */
+  backlogged(organizationId: string): boolean {
+    return this.calls.hasWaiting(organizationId);
+  }
+
   /**
    * Resolves once every task started so far has ended. Tasks still waiting for the fair
    * bound are dropped, not run: after a flood they could hold a shutdown for minutes, and

@@ -95,6 +95,7 @@ const envSchema = z.object({
    * "A flood's requests, and the reconciler's bursts").
    */
   INBOUND_MESSAGES_PER_ORGANIZATION: positiveInt.default(1),
+  INBOUND_MESSAGE_SPACING_MS: z.coerce.number().int().min(0).max(1_000).default(30),
   /**
    * The worker's task slots: activities and workflow tasks it runs at once (the SDK's
    * defaults, 100 and 40, when unset), and activity slots reserved for eager dispatch per

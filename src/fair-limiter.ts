@@ -16,6 +16,12 @@ export interface SharedCap {
   /** Slots one key may hold while another key has been active within `windowMs`. */
   share: number;
   windowMs: number;
+  /**
+   * While another key is active and `spaced(key)` holds, the key's calls start at least
+   * this many ms apart (0 or unset: never).
+   */
+  spacingMs?: number;
+  spaced?: (key: string) => boolean;
 }
 
 /**
@@ -36,6 +42,10 @@ export class FairLimiter {
   private readonly held = new Map<string, number>();
   /** When each key last started or finished a call (performance.now()). */
   private readonly lastActive = new Map<string, number>();
+  /** When each key last took a slot, kept while its spacing runs (performance.now()). */
+  private readonly lastTaken = new Map<string, number>();
+  /** Hands over again when the first spaced key's wait is over. */
+  private spacingTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly limit: number,
@@ -73,12 +83,22 @@ export class FairLimiter {
   private take(key: string): void {
     this.inFlight++;
     this.held.set(key, (this.held.get(key) ?? 0) + 1);
+    if (this.cap?.spacingMs) this.lastTaken.set(key, performance.now());
   }
 
   private mayTake(key: string): boolean {
     if (this.inFlight >= this.limit) return false;
-    if (!this.cap || (this.held.get(key) ?? 0) < this.cap.share) return true;
+    if (!this.cap || ((this.held.get(key) ?? 0) < this.cap.share && this.spacingLeft(key) <= 0)) return true;
     return !this.othersActive(key);
+  }
+
+  /** How long `key` must still wait for its spacing (≤ 0: none). */
+  private spacingLeft(key: string): number {
+    const last = this.lastTaken.get(key);
+    if (last === undefined || this.cap!.spaced?.(key) === false) return 0;
+    const left = last + this.cap!.spacingMs! - performance.now();
+    if (left <= 0) this.lastTaken.delete(key);
+    return left;
   }
 
   private othersActive(key: string): boolean {
@@ -100,7 +120,11 @@ export class FairLimiter {
   private handOver(): void {
     for (const [key, queue] of this.waiting) {
       if (this.inFlight >= this.limit) return;
-      if (!this.mayTake(key)) continue;
+      if (!this.mayTake(key)) {
+        const left = this.cap?.spacingMs ? this.spacingLeft(key) : 0;
+        if (left > 0) this.spacingTimer ??= setTimeout(() => ((this.spacingTimer = undefined), this.handOver()), left).unref();
+        continue;
+      }
       this.waiting.delete(key);
       const first = queue.shift()!;
       if (queue.length > 0) this.waiting.set(key, queue);
@@ -109,8 +133,15 @@ export class FairLimiter {
     }
   }
 
+  /** Whether calls of `key` wait for a slot now. */
+  hasWaiting(key: string): boolean {
+    return this.waiting.has(key);
+  }
+
   /** Rejects every waiting caller with `AbandonedError` (they never ran); returns how many. */
   abandonWaiting(): number {
+    clearTimeout(this.spacingTimer);
+    this.spacingTimer = undefined;
     let abandoned = 0;
     for (const queue of this.waiting.values()) for (const waiter of queue) (abandoned++, waiter.abandon(new AbandonedError()));
     this.waiting.clear();

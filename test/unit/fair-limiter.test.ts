@@ -172,3 +172,33 @@ it('gives a dropped waiting call\'s watch its say before the drain ends (the lea
   expect(started).toEqual(['held']);
   expect(given.sort()).toEqual(['queued 1', 'queued 2']);
 });
+
+it('spaces a backlogged organization\'s calls while another is active, and neither a lone one nor one without a backlog', async () => {
+  // As the API's intake (inbound-state.ts): `spaced` says whether the organization's starts wait for its share.
+  jest.useFakeTimers();
+  try {
+    const backlogged = new Set<string>(['a']);
+    const limiter = new FairLimiter(Number.POSITIVE_INFINITY, { share: 1, windowMs: 1_000, spacingMs: 100, spaced: (key) => backlogged.has(key) });
+    const t0 = performance.now();
+    const started: string[] = [];
+    const call = (key: string, name: string) => limiter.run(key, async () => void started.push(`${name}@${Math.round(performance.now() - t0)}`));
+    // Alone, a's calls run one after the other at once, backlog or not.
+    await Promise.all([call('a', 'a1'), call('a', 'a2')]);
+    expect(started).toEqual(['a1@0', 'a2@0']);
+    // b is active: a's next calls start 100 ms after a's last one; b's calls, not backlogged, are not held.
+    const runs = [call('b', 'b1'), call('a', 'a3'), call('a', 'a4'), call('b', 'b2')];
+    await jest.advanceTimersByTimeAsync(50);
+    expect(started).toEqual(['a1@0', 'a2@0', 'b1@0', 'b2@0']);
+    await jest.advanceTimersByTimeAsync(200);
+    await Promise.all(runs);
+    expect(started.slice(4)).toEqual(['a3@100', 'a4@200']);
+    // Once a's backlog is gone, its calls are not spaced, even with b active.
+    backlogged.delete('a');
+    const [a5, b3, a6] = [call('a', 'a5'), call('b', 'b3'), call('a', 'a6')];
+    await jest.advanceTimersByTimeAsync(0);
+    await Promise.all([a5, b3, a6]);
+    expect(started.slice(6)).toEqual(['a5@250', 'b3@250', 'a6@250']);
+  } finally {
+    jest.useRealTimers();
+  }
+});

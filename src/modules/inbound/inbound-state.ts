@@ -32,6 +32,11 @@ export function createInboundState(services: Services): InboundState {
     messageTargets: new MessageTargetsCache(services.hotPool),
     startStamps: createStartStamps(services.hotPool, services.logger),
     queuedStarts: new QueuedStartLeases(services.hotPool, services.logger),
-    intake: new FairLimiter(Number.POSITIVE_INFINITY, { share: services.config.INBOUND_MESSAGES_PER_ORGANIZATION, windowMs: SHARED_WINDOW_MS }),
+    intake: new FairLimiter(Number.POSITIVE_INFINITY, {
+      share: services.config.INBOUND_MESSAGES_PER_ORGANIZATION,
+      windowMs: SHARED_WINDOW_MS,
+      spacingMs: services.config.INBOUND_MESSAGE_SPACING_MS,
+      spaced: (organizationId) => services.background.backlogged(organizationId),
+    }),
   };
 }
