@@ -100,7 +100,7 @@ export async function markReplyDelivered(runner: SqlRunner, messageId: string): 
  * (debounce/burst-closer.ts), as a message that starts an execution at once is linked.
  */
 export async function linkBurstMessages(runner: SqlRunner, executionId: string, messageIds: string[]): Promise<void> {
-  await runner.execute('update messages set execution_id = ?, delivered_at = now() where id in (select jsonb_array_elements_text(?::jsonb)) and execution_id is null', [
+  await runner.execute('update messages set execution_id = ?, delivered_at = now() where id = any(array(select jsonb_array_elements_text(?::jsonb))) and execution_id is null', [
     executionId,
     JSON.stringify(messageIds),
   ]);

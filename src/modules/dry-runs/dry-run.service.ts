@@ -106,7 +106,7 @@ export class DryRunService {
   private async namedExecutions(em: EntityManager, organizationId: string, workflowId: string, ids: string[]): Promise<string[]> {
     const unique = [...new Set(ids)];
     const rows = await em.execute<Array<{ id: string; workflow_id: string }>>(
-      'select id, workflow_id from executions where organization_id = ? and id in (select jsonb_array_elements_text(?::jsonb))',
+      'select id, workflow_id from executions where organization_id = ? and id = any(array(select jsonb_array_elements_text(?::jsonb)))',
       [organizationId, JSON.stringify(unique)],
     );
     const found = new Map(rows.map((r) => [r.id, r.workflow_id]));

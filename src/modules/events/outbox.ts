@@ -59,9 +59,14 @@ export const TRACED_EVENT_COLUMNS = `${EVENT_COLUMNS}, trace_context`;
 export const insertEventsSql = (select: string, columns: typeof EVENT_COLUMNS | typeof TRACED_EVENT_COLUMNS = EVENT_COLUMNS) =>
   `insert into events (${columns}) ${select}`;
 
-/** Stamps the events a dispatcher pass handled (inside its transaction, which holds their rows locked). */
+/**
+ * Stamps the events a dispatcher pass handled (inside its transaction, which holds their rows locked).
+ * `= any(array(...))`: the ids are then the primary key's index condition. With `in (select ...)`
+ * the planner expects 100 ids and hashes them against a scan of the whole table, as long as
+ * it is small enough: 1.4 ms at 12,000 events against 0.09 ms (docs/performance.md).
+ */
 export async function markEventsDispatched(tx: SqlRunner, ids: string[]): Promise<void> {
-  await tx.execute(`update events set dispatched_at = now() where id in (select jsonb_array_elements_text(?::jsonb))`, [JSON.stringify(ids)]);
+  await tx.execute(`update events set dispatched_at = now() where id = any(array(select jsonb_array_elements_text(?::jsonb)))`, [JSON.stringify(ids)]);
 }
 
 /** Deletes events dispatched more than `retentionDays` ago; returns how many. */
