@@ -50,6 +50,7 @@ import { Migration20261223000100_finish_rollup } from './Migration20261223000100
 import { Migration20261224000100_event_trace_context } from './Migration20261224000100_event_trace_context';
 import { Migration20261225000100_handoff_message_targets } from './Migration20261225000100_handoff_message_targets';
 import { Migration20261226000100_open_wait_index } from './Migration20261226000100_open_wait_index';
+import { Migration20261227000100_inbound_rollup } from './Migration20261227000100_inbound_rollup';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -100,4 +101,5 @@ export const migrationsList = [
   { name: 'Migration20261224000100_event_trace_context', class: Migration20261224000100_event_trace_context },
   { name: 'Migration20261225000100_handoff_message_targets', class: Migration20261225000100_handoff_message_targets },
   { name: 'Migration20261226000100_open_wait_index', class: Migration20261226000100_open_wait_index },
+  { name: 'Migration20261227000100_inbound_rollup', class: Migration20261227000100_inbound_rollup },
 ];

@@ -233,15 +233,18 @@ create or replace function analytics_execution_day(e executions) returns date la
   select (e.started_at at time zone 'UTC')::date
 $$;
 
--- Adds an execution's counters to its hour (a key of analytics_hourly): v[1..8] in
--- analytics_execution_daily's order, and the latency histogram change `hist`.
+-- Adds an execution's counters to its hour (a key of analytics_hourly): v[1..10] in
+-- analytics_execution_daily's order (v[9], v[10]: the messages in and out counted with it),
+-- and the latency histogram change `hist`.
 create or replace function analytics_add_hourly(o text, w text, h timestamptz, t text, c text, v integer[], hist integer[]) returns void language plpgsql as $$
 begin
   insert into analytics_hourly as a (organization_id, workflow_id, hour, trigger_id, channel, shard, started, succeeded, failed, cancelled,
-                                     timeout_errors, api_errors, validation_errors, duration_sum_ms, latency_hist)
-  values (o, w, h, t, c, analytics_hourly_shard(o, w, h, t, c), v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], hist)
+                                     timeout_errors, api_errors, validation_errors, duration_sum_ms, messages_in, messages_out, latency_hist)
+  values (o, w, h, t, c, analytics_hourly_shard(o, w, h, t, c), v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], coalesce(v[9], 0), coalesce(v[10], 0), hist)
   on conflict (organization_id, workflow_id, hour, trigger_id, channel, shard) do update set
     started = a.started + excluded.started,
+    messages_in = a.messages_in + excluded.messages_in,
+    messages_out = a.messages_out + excluded.messages_out,
     succeeded = a.succeeded + excluded.succeeded,
     failed = a.failed + excluded.failed,
     cancelled = a.cancelled + excluded.cancelled,
@@ -252,16 +255,18 @@ begin
     latency_hist = case when cardinality(excluded.latency_hist) = 0 then a.latency_hist else analytics_hist_merge(a.latency_hist, excluded.latency_hist) end;
 end $$;
 
-create or replace function analytics_add_execution(e executions, s integer, with_customer boolean) returns void language plpgsql as $$
+-- m_in: the inbound messages counted with the execution, into its hour (analytics_inbound_rolled_with).
+create or replace function analytics_add_execution(e executions, s integer, with_customer boolean, m_in integer default 0) returns void language plpgsql as $$
 declare
   fin boolean := e.status in ('success', 'failed');
   h timestamptz := date_trunc('hour', e.started_at, 'UTC');
   dy date := (e.started_at at time zone 'UTC')::date;
   tr text := coalesce(e.trigger_id, '');
-  -- The hour's counters are the day's first eight (started .. duration_sum_ms); the hour adds the latency histogram.
+  -- The hour's counters are the day's first ten (started .. messages_out); the hour adds the latency histogram.
   v integer[] := analytics_execution_daily(e, s, with_customer);
   fresh boolean;
 begin
+  v[9] := m_in;
   perform analytics_add_hourly(e.organization_id, e.workflow_id, h, tr, e.channel, v,
                               case when fin then analytics_hist_add('{}', analytics_latency_bucket(e.duration_ms), s) else '{}' end);
   if with_customer and e.customer_id is not null then
@@ -290,6 +295,36 @@ begin
   perform analytics_add_daily(new.organization_id, new.workflow_id, analytics_execution_day(new), tr, new.channel, v);
 end $$;
 
+-- An inbound message and the execution it started, written together (the inbound write sets
+-- `rollup_with_execution`), are counted by one upsert per tier: the execution's insert adds
+-- the message to its own hour and day (analytics_on_execution), and the message's insert
+-- adds only its customer's day (analytics_on_message). Each side finds the other the same
+-- way, so exactly one counts the message: the execution started by the message, linked from
+-- it, of its channel and its hour (a message of another hour is counted on its own). A
+-- message linked later (a debounced burst's) never carries the flag.
+create or replace function analytics_inbound_rolled_with(e executions) returns integer language sql stable as $$
+  select count(*)::integer from messages m
+   where m.id = e.message_id and m.execution_id = e.id and m.rollup_with_execution and m.organization_id = e.organization_id
+     and m.channel = e.channel and date_trunc('hour', m.created_at, 'UTC') = date_trunc('hour', e.started_at, 'UTC')
+$$;
+
+create or replace function analytics_message_rolled_with_execution(m messages) returns boolean language sql stable as $$
+  select m.rollup_with_execution and exists (
+    select 1 from executions e
+     where e.id = m.execution_id and e.message_id = m.id and e.organization_id = m.organization_id
+       and e.channel = m.channel and date_trunc('hour', e.started_at, 'UTC') = date_trunc('hour', m.created_at, 'UTC'))
+$$;
+
+-- A message's count on its customer's day (analytics_customer_days, workflow '').
+create or replace function analytics_add_message_customer(m messages, s integer) returns void language plpgsql as $$
+begin
+  insert into analytics_customer_days as d (organization_id, workflow_id, day, channel, customer_id, messages_in, messages_out)
+  values (m.organization_id, '', (m.created_at at time zone 'UTC')::date, m.channel, m.customer_id,
+          case when m.direction = 'inbound' then s else 0 end, case when m.direction = 'outbound' then s else 0 end)
+  on conflict (organization_id, workflow_id, day, channel, customer_id) do update set
+    messages_in = d.messages_in + excluded.messages_in, messages_out = d.messages_out + excluded.messages_out;
+end $$;
+
 create or replace function analytics_add_message(m messages, s integer, with_customer boolean) returns void language plpgsql as $$
 declare
   wf text;
@@ -308,21 +343,20 @@ begin
     messages_in = a.messages_in + excluded.messages_in, messages_out = a.messages_out + excluded.messages_out;
   perform analytics_add_daily(m.organization_id, wf, (m.created_at at time zone 'UTC')::date, tr, m.channel, array[0, 0, 0, 0, 0, 0, 0, 0,
     case when m.direction = 'inbound' then s else 0 end, case when m.direction = 'outbound' then s else 0 end, 0, 0, 0, 0, 0]);
-  if with_customer then
-    insert into analytics_customer_days as d (organization_id, workflow_id, day, channel, customer_id, messages_in, messages_out)
-    values (m.organization_id, '', (m.created_at at time zone 'UTC')::date, m.channel, m.customer_id,
-            case when m.direction = 'inbound' then s else 0 end, case when m.direction = 'outbound' then s else 0 end)
-    on conflict (organization_id, workflow_id, day, channel, customer_id) do update set
-      messages_in = d.messages_in + excluded.messages_in, messages_out = d.messages_out + excluded.messages_out;
-  end if;
+  if with_customer then perform analytics_add_message_customer(m, s); end if;
 end $$;
 
 create or replace function analytics_on_execution() returns trigger language plpgsql as $$
+declare
+  m_in integer;
+  v integer[];
 begin
   if tg_op = 'INSERT' then
-    perform analytics_add_execution(new, 1, true);
-    perform analytics_add_daily(new.organization_id, new.workflow_id, analytics_execution_day(new), coalesce(new.trigger_id, ''), new.channel,
-                                analytics_execution_daily(new, 1, true));
+    m_in := case when new.message_id is null then 0 else analytics_inbound_rolled_with(new) end;
+    perform analytics_add_execution(new, 1, true, m_in);
+    v := analytics_execution_daily(new, 1, true);
+    v[9] := m_in;
+    perform analytics_add_daily(new.organization_id, new.workflow_id, analytics_execution_day(new), coalesce(new.trigger_id, ''), new.channel, v);
   elsif (old.organization_id, old.workflow_id, date_trunc('hour', old.started_at, 'UTC'), old.trigger_id, old.channel)
         is not distinct from (new.organization_id, new.workflow_id, date_trunc('hour', new.started_at, 'UTC'), new.trigger_id, new.channel) then
     -- A finish: nothing of the key changes (only a backfill or a repair moves an execution).
@@ -347,7 +381,11 @@ end $$;
 create or replace function analytics_on_message() returns trigger language plpgsql as $$
 begin
   if tg_op = 'INSERT' then
-    perform analytics_add_message(new, 1, true);
+    if new.rollup_with_execution and analytics_message_rolled_with_execution(new) then
+      perform analytics_add_message_customer(new, 1);
+    else
+      perform analytics_add_message(new, 1, true);
+    end if;
   else
     perform analytics_add_message(old, -1, false);
     perform analytics_add_message(new, 1, false);

@@ -22,13 +22,16 @@ export interface InboundMessageSql {
   providerMessageId: string;
   /** Set when there is nothing to signal (null: the reply is signalled after the commit, `markReplyDelivered`). */
   deliveredAt: string;
+  /** Whether the execution it started in the same statement counts it in the rollups (analytics-rollups.sql, `analytics_inbound_rolled_with`). */
+  rollupWithExecution: string;
 }
 
 /** The INSERT of an inbound message, its values selected `from` the caller's CTEs (e.g. `from … where …`). */
 export const insertInboundMessageSql = (m: InboundMessageSql, from: string) =>
-  `insert into messages (id, organization_id, customer_id, channel, direction, text, metadata, language, execution_id, reply_to_wait, provider_message_id, delivered_at)
+  `insert into messages (id, organization_id, customer_id, channel, direction, text, metadata, language, execution_id, reply_to_wait, provider_message_id, delivered_at,
+                         rollup_with_execution)
       select ${m.id}, ${m.organizationId}, ${m.customerId}, ${m.channel}, 'inbound', ${m.text}, ${m.metadata}, ${m.language}, ${m.executionId}, ${m.replyToWait}, ${m.providerMessageId},
-             ${m.deliveredAt}
+             ${m.deliveredAt}, ${m.rollupWithExecution}
         ${from}`;
 
 export interface OutboundMessage {

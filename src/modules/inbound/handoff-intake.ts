@@ -40,7 +40,7 @@ const WRITE = {
       ${insertInboundMessageSql(
         {
           id: '$5::text', organizationId: '$1::text', customerId: 'cust.id', channel: '$2::text', text: '$6::text', metadata: '$7::jsonb',
-          language: '$8::text', executionId: 'null', replyToWait: 'null', providerMessageId: '$9::text', deliveredAt: 'null',
+          language: '$8::text', executionId: 'null', replyToWait: 'null', providerMessageId: '$9::text', deliveredAt: 'null', rollupWithExecution: 'false',
         },
         'from cust',
       )}

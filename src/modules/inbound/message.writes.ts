@@ -218,6 +218,7 @@ const write = (name: string, customer: string) => ({
           id: '$6::text', organizationId: '$1::text', customerId: '$4::text', channel: '$2::text', text: '$7::text', metadata: '$8::jsonb',
           language: '$9::text', executionId: 'coalesce(claim.id, (select id from first_started))', replyToWait: 'claim.waiting_key', providerMessageId: '$14::text',
           deliveredAt: 'case when claim.id is null and exists (select 1 from first_started) then now() end',
+          rollupWithExecution: 'claim.id is null and exists (select 1 from first_started)',
         },
         'from (select 1) one left join claim on true where exists (select 1 from cust)',
       )}
