@@ -68,16 +68,21 @@ async function until(condition: () => boolean, what: string, timeoutMs: number):
 }
 
 /**
- * Where B's flood latency went, from its runs' Temporal histories: commit → the run's start
- * (the API's admission and its start call), the first workflow task's wait in the queue and
- * its run (the greeting's send is a local activity inside it).
+ * Where B's latency went in a phase (`idle`, `flood`), from its runs' Temporal histories:
+ * commit → the run's start (the API's admission and its start call), the first workflow
+ * task's wait in the queue and its run (the greeting's send is a local activity inside it).
  */
-async function explainStages(address: string, orm: Awaited<ReturnType<typeof createOrm>>, suffix: string, out: (line: string) => void): Promise<void> {
+async function explainStages(
+  address: string,
+  orm: Awaited<ReturnType<typeof createOrm>>,
+  suffix: string,
+  phase: 'idle' | 'flood',
+  out: (line: string) => void,
+): Promise<void> {
   const rows = await orm.em.fork().getConnection().execute<Array<{ id: string; started_at: Date }>>(
     `select e.id, e.started_at from executions e join organizations o on o.id = e.organization_id
-     where o.name = ? and (e.customer_id like 'b-flood-%'
-        or exists (select 1 from customers c where c.id = e.customer_id and c.external_id like 'b-flood-%'))`,
-    [`bench-b-${suffix}`],
+     where o.name = ? and exists (select 1 from customers c where c.id = e.customer_id and c.external_id like ?)`,
+    [`bench-b-${suffix}`, `b-${phase}-%`],
   );
   const connection = await Connection.connect({ address });
   const client = new Client({ connection });
@@ -102,8 +107,8 @@ async function explainStages(address: string, orm: Awaited<ReturnType<typeof cre
   } finally {
     await connection.close();
   }
-  out(`  B's flood runs, stage by stage (${rows.length} histories):`);
-  for (const [stage, xs] of Object.entries(stages)) if (xs.length) out(`    B flood, ${stage}: p50 ${pct(xs, 50).toFixed(0)} ms, p99 ${pct(xs, 99).toFixed(0)} ms`);
+  out(`  B's ${phase} runs, stage by stage (${rows.length} histories):`);
+  for (const [stage, xs] of Object.entries(stages)) if (xs.length) out(`    B ${phase}, ${stage}: p50 ${pct(xs, 50).toFixed(0)} ms, p99 ${pct(xs, 99).toFixed(0)} ms`);
 }
 
 const summary = (xs: number[]) => `p50 ${pct(xs, 50).toFixed(0)} ms, p99 ${pct(xs, 99).toFixed(0)} ms, max ${Math.max(...xs).toFixed(0)} ms (${xs.length} messages)`;
@@ -238,7 +243,8 @@ export async function run(args: string[]): Promise<void> {
          from executions e join organizations o on o.id = e.organization_id group by o.name order by o.name`,
     );
     for (const r of starts) log(`  ${r.org}: ${r.n} executions, ${r.late} started more than 2 s after their commit, commit → Temporal start p99 ${r.p99_ms} ms`);
-    await explainStages(temporal.address, orm, suffix, log);
+    await explainStages(temporal.address, orm, suffix, 'idle', log);
+    await explainStages(temporal.address, orm, suffix, 'flood', log);
     const cutOff = api.lines.filter((l) => l.includes('cut off at its timeout')).length;
     log(`  API: ${cutOff} Temporal calls cut off at TEMPORAL_CALL_TIMEOUT_MS (left to the reconciler)`);
     process.stdout.write(`ratio=${ratio.toFixed(2)}\n`);
