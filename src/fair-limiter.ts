@@ -33,7 +33,9 @@ export interface SharedCap {
  * flight, waiting, or finished within `windowMs`): a flooding organization then keeps
  * fewer calls in flight at Temporal, and the server's queues, which serve calls in arrival
  * order, stay short for the others. Alone, a key may use every slot, so one organization's
- * throughput does not change.
+ * throughput does not change. With `spacingMs`, a key for which `spaced` holds (the API's
+ * intake: an organization whose starts are backlogged) also starts its calls that far
+ * apart while another key is active.
  */
 export class FairLimiter {
   private inFlight = 0;

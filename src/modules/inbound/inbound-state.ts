@@ -20,7 +20,10 @@ export interface InboundState {
    * Admits inbound messages: while other organizations' messages arrive, one organization
    * records at most INBOUND_MESSAGES_PER_ORGANIZATION at once (no bound when it is alone).
    * A flood's 20 requests in flight were 20 busy PostgreSQL backends, each a process that
-   * took its slice of both cores beside the worker and the others' requests.
+   * took its slice of both cores beside the worker and the others' requests. While the
+   * organization's starts also wait for its share (`BackgroundTasks.backlogged`), its
+   * messages are recorded INBOUND_MESSAGE_SPACING_MS apart: faster would only lengthen its
+   * backlog, and the burst of recording took the CPU the others' conversations needed.
    */
   intake: FairLimiter;
 }
