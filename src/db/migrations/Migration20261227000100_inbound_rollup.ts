@@ -14,7 +14,7 @@ import { rollupFunctionsSql } from '../rollup-functions';
  */
 export class Migration20261227000100_inbound_rollup extends Migration {
   /** The version of src/db/sql/analytics-rollups.sql this migration applies (src/db/rollup-functions.ts). */
-  static readonly rollupFunctionsSha256 = '14403f93bced414dc6e27a06c5a9a116c59913c56ec33759d6b1796077707b4e';
+  static readonly rollupFunctionsSha256 = '09724b35ae148f3e9f89becd8d3903ac69483b5682d1f44f65bd893af459d584';
 
   override async up(): Promise<void> {
     this.addSql(`

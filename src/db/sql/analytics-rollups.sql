@@ -298,21 +298,21 @@ end $$;
 -- An inbound message and the execution it started, written together (the inbound write sets
 -- `rollup_with_execution`), are counted by one upsert per tier: the execution's insert adds
 -- the message to its own hour and day (analytics_on_execution), and the message's insert
--- adds only its customer's day (analytics_on_message). Each side finds the other the same
--- way, so exactly one counts the message: the execution started by the message, linked from
--- it, of its channel and its hour (a message of another hour is counted on its own). A
+-- adds only its customer's day (analytics_on_message). Both sides ask the one question
+-- below, so exactly one counts the message: the execution started by the message, linked
+-- from it, of its channel and its hour (a message of another hour is counted on its own). A
 -- message linked later (a debounced burst's) never carries the flag.
-create or replace function analytics_inbound_rolled_with(e executions) returns integer language sql stable as $$
-  select count(*)::integer from messages m
-   where m.id = e.message_id and m.execution_id = e.id and m.rollup_with_execution and m.organization_id = e.organization_id
+create or replace function analytics_rolled_together(m messages, e executions) returns boolean language sql stable as $$
+  select m.rollup_with_execution and m.execution_id = e.id and e.message_id = m.id and m.organization_id = e.organization_id
      and m.channel = e.channel and date_trunc('hour', m.created_at, 'UTC') = date_trunc('hour', e.started_at, 'UTC')
 $$;
 
+create or replace function analytics_inbound_rolled_with(e executions) returns integer language sql stable as $$
+  select count(*)::integer from messages m where m.id = e.message_id and analytics_rolled_together(m, e)
+$$;
+
 create or replace function analytics_message_rolled_with_execution(m messages) returns boolean language sql stable as $$
-  select m.rollup_with_execution and exists (
-    select 1 from executions e
-     where e.id = m.execution_id and e.message_id = m.id and e.organization_id = m.organization_id
-       and e.channel = m.channel and date_trunc('hour', e.started_at, 'UTC') = date_trunc('hour', m.created_at, 'UTC'))
+  select exists (select 1 from executions e where e.id = m.execution_id and analytics_rolled_together(m, e))
 $$;
 
 -- A message's count on its customer's day (analytics_customer_days, workflow '').

@@ -184,6 +184,9 @@ const STARTS = 'not exists (select 1 from claim) and exists (select 1 from cust)
  */
 const REPLACES = `jsonb_array_length($20::jsonb) > 0 and ${STARTS}`;
 
+/** Whether the message started the execution it is linked to (not a reply): delivered at once, and counted with it in the rollups. */
+const STARTED_ITS_EXECUTION = 'claim.id is null and exists (select 1 from first_started)';
+
 /**
  * The write statement, composed of the tables' owners' fragments (customers, executions,
  * triggers, conversations, events); `customer` is its customer CTE: insert (new customer) or
@@ -217,8 +220,8 @@ const write = (name: string, customer: string) => ({
         {
           id: '$6::text', organizationId: '$1::text', customerId: '$4::text', channel: '$2::text', text: '$7::text', metadata: '$8::jsonb',
           language: '$9::text', executionId: 'coalesce(claim.id, (select id from first_started))', replyToWait: 'claim.waiting_key', providerMessageId: '$14::text',
-          deliveredAt: 'case when claim.id is null and exists (select 1 from first_started) then now() end',
-          rollupWithExecution: 'claim.id is null and exists (select 1 from first_started)',
+          deliveredAt: `case when ${STARTED_ITS_EXECUTION} then now() end`,
+          rollupWithExecution: STARTED_ITS_EXECUTION,
         },
         'from (select 1) one left join claim on true where exists (select 1 from cust)',
       )}
