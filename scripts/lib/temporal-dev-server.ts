@@ -49,6 +49,23 @@ export const ONE_PARTITION_ARGS = [
 ];
 
 /**
+ * How often the one history shard of a dev server may read each of its task queues. A
+ * workflow task, an activity task, a timer and a visibility record each reach their queue
+ * as a task that the shard's reader loads from SQLite; the server's default is 20 reads a
+ * second per shard, which a cluster multiplies by its hundreds of shards and a dev server
+ * does not. Under a steady load each task then waited for the next allowed read, about
+ * 29 ms on average (the server's `task_latency_load`), before a worker could receive it: a
+ * conversation's first workflow task waited 31–35 ms instead of 5–6 (docs/performance.md,
+ * "The dev server's task-queue reads"). A read costs one SQLite query and happens only
+ * when tasks are there, so an idle server does not read more often.
+ */
+export const QUEUE_READ_ARGS = [
+  '--dynamic-config-value', 'history.transferProcessorMaxPollRPS=200',
+  '--dynamic-config-value', 'history.timerProcessorMaxPollRPS=200',
+  '--dynamic-config-value', 'history.visibilityProcessorMaxPollRPS=200',
+];
+
+/**
  * Task-queue fairness on (temporal/fairness.shared.ts): tasks of a backlogged queue are
  * dispatched round-robin across organizations, so one organization's flood does not delay
  * the others' conversations (docs/performance.md, "Fair sharing between organizations").
@@ -88,6 +105,7 @@ async function startOnce(opts: DevServerOptions): Promise<DevServer> {
     '--sqlite-pragma', 'synchronous=OFF',
     '--log-level', 'warn',
     ...ONE_PARTITION_ARGS,
+    ...QUEUE_READ_ARGS,
     ...(opts.fairness === false ? [] : FAIRNESS_ARGS),
   ];
   log(`starting ${opts.executable} ${args.join(' ')}`);
