@@ -199,13 +199,16 @@ export async function run(args: string[]): Promise<void> {
     const idleLatencies = await runB('idle', (i) => i < idle);
     log(`  B alone (idle service):  ${summary(idleLatencies)}`);
 
-    const floodStart = performance.now();
     // A's flood comes from a process of its own (bench/support/flood-sender.ts), so that its
-    // requests do not delay this process's timing of B's greetings.
+    // requests do not delay this process's timing of B's greetings. It is loaded first and
+    // told to begin once ready, so its start-up is not part of the flood.
     const sender = spawnProcess(process.execPath, ['--require', 'tsx/cjs', 'bench/support/flood-sender.ts'], {
       cwd,
       env: { FLOOD_BASE: base, FLOOD_KEY: a.key, FLOOD_COUNT: String(flood), FLOOD_CONCURRENCY: String(floodConcurrency) },
     });
+    await sender.waitForLine(/^ready$/, 60_000);
+    const floodStart = performance.now();
+    sender.child.kill('SIGUSR2');
     let floodFailed: Error | undefined;
     const floodDone = sender.waitForLine(/^done \d+$/, 3_600_000).catch((err: Error) => void (floodFailed = err));
     /** A's requests answered so far, from the sender's progress lines (every 100, and the total). */

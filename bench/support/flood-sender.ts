@@ -5,6 +5,10 @@
  * `sent <n>` every 100 and `done <n>` at the end. In the bench's own process, the flood's
  * requests kept the event loop busy, and B's greetings were timed late by that loop, not by
  * the service.
+ *
+ * It prints `ready` once loaded and sends nothing before SIGUSR2: loading it through tsx
+ * takes about a second of CPU, which, spent as the flood began, was charged to B's first
+ * messages of the flood.
  */
 import { pool } from '../lib';
 
@@ -14,6 +18,10 @@ async function main(): Promise<void> {
   const concurrency = Number(process.env.FLOOD_CONCURRENCY);
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${process.env.FLOOD_KEY}` };
   let sent = 0;
+  await new Promise<void>((go) => {
+    process.once('SIGUSR2', () => go());
+    process.stdout.write('ready\n');
+  });
   await pool(count, concurrency, async (i) => {
     const res = await fetch(`${base}/v1/messages`, { method: 'POST', headers, body: JSON.stringify({ channel: 'whatsapp', customer_id: `a-${i}`, message: 'hi' }) });
     if (!res.ok) throw new Error(`a-${i}: ${res.status} ${await res.text()}`);
