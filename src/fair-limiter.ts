@@ -85,7 +85,8 @@ export class FairLimiter {
   private take(key: string): void {
     this.inFlight++;
     this.held.set(key, (this.held.get(key) ?? 0) + 1);
-    if (this.cap?.spacingMs) this.lastTaken.set(key, performance.now());
+    // Kept only for a key spaced now, so the keys that never are leave no entry behind.
+    if (this.cap?.spacingMs && this.cap.spaced?.(key) !== false) this.lastTaken.set(key, performance.now());
   }
 
   private mayTake(key: string): boolean {

@@ -73,6 +73,9 @@ export const QUEUE_READ_ARGS = [
  */
 export const FAIRNESS_ARGS = ['--dynamic-config-value', 'matching.enableFairness=true'];
 
+/** What every dev server of ours runs with besides fairness: the tests' server (global-setup.ts) and startOnce's. */
+export const DEV_SERVER_TUNING_ARGS = [...ONE_PARTITION_ARGS, ...QUEUE_READ_ARGS];
+
 export async function startTemporalDevServer(opts: DevServerOptions): Promise<DevServer> {
   try {
     return await startOnce(opts);
@@ -104,8 +107,7 @@ async function startOnce(opts: DevServerOptions): Promise<DevServer> {
     '--sqlite-pragma', 'journal_mode=WAL',
     '--sqlite-pragma', 'synchronous=OFF',
     '--log-level', 'warn',
-    ...ONE_PARTITION_ARGS,
-    ...QUEUE_READ_ARGS,
+    ...DEV_SERVER_TUNING_ARGS,
     ...(opts.fairness === false ? [] : FAIRNESS_ARGS),
   ];
   log(`starting ${opts.executable} ${args.join(' ')}`);

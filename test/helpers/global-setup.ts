@@ -15,7 +15,7 @@ import Redis from 'ioredis';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { findOrInstallTemporalCli } from '../../scripts/lib/temporal-cli';
-import { FAIRNESS_ARGS, ONE_PARTITION_ARGS, QUEUE_READ_ARGS } from '../../scripts/lib/temporal-dev-server';
+import { DEV_SERVER_TUNING_ARGS, FAIRNESS_ARGS } from '../../scripts/lib/temporal-dev-server';
 import { ensureSearchAttributes } from '../../src/temporal-search-attributes';
 import { SEARCH_ATTRIBUTES } from '../../temporal/shared';
 import { workflowsPath } from '../../temporal/worker';
@@ -84,7 +84,7 @@ async function startTemporal(): Promise<string> {
       // No port: the SDK picks a free one. No dbFilename: in-memory SQLite, fastest.
       searchAttributes: [...SEARCH_ATTRIBUTES],
       log: { format: 'text', level: 'warn' },
-      extraArgs: [...ONE_PARTITION_ARGS, ...QUEUE_READ_ARGS, ...FAIRNESS_ARGS],
+      extraArgs: [...DEV_SERVER_TUNING_ARGS, ...FAIRNESS_ARGS],
     },
   });
   globalThis.__TEMPORAL_TEST_ENV__ = env;
