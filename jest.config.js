@@ -15,6 +15,8 @@ module.exports = {
     [`/node_modules/(${ESM_ONLY.join('|')})/.+\\.js$`]: ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
   },
   transformIgnorePatterns: [`/node_modules/(?!(${ESM_ONLY.join('|')})/)`],
+  // On Node 20, what earlier files of a jest worker left in AsyncLocalStorage's hook is let go.
+  setupFiles: ['<rootDir>/test/helpers/release-async-local-storages.js'],
   globalSetup: '<rootDir>/test/helpers/global-setup.ts',
   globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
   // Four test files at a time on two cores: the slowest files (crash tests, outages, exports)
