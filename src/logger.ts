@@ -128,7 +128,7 @@ export function bufferedDestination(dest: number | string = 1): DestinationStrea
 /**
  * Where a 'silent' logger writes: nowhere. It gets no buffered stream, so no flush timer,
  * which would otherwise run for the rest of the process: the tests create a silent logger
- * per app, hundreds in one jest worker, each timer writing an empty buffer 4 times a second.
+ * per app, dozens in one jest worker, each timer writing an empty buffer 4 times a second.
  */
 const NOWHERE: DestinationStream = { write: () => undefined };
 

@@ -6,7 +6,12 @@
 import { bufferedDestination, createLogger } from '../../src/logger';
 
 describe('createLogger', () => {
-  afterEach(() => jest.restoreAllMocks());
+  // Fake timers: the buffered stream's flush timer is counted, never left running.
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => {
+    jest.useRealTimers();
+    jest.restoreAllMocks();
+  });
 
   it("starts no timer at 'silent'; the buffered stream starts one to flush", () => {
     const setInterval = jest.spyOn(global, 'setInterval');
