@@ -86,7 +86,12 @@ export class FairLimiter {
     this.inFlight++;
     this.held.set(key, (this.held.get(key) ?? 0) + 1);
     // Kept only for a key spaced now, so the keys that never are leave no entry behind.
-    if (this.cap?.spacingMs && this.cap.spaced?.(key) !== false) this.lastTaken.set(key, performance.now());
+    if (this.spacedNow(key)) this.lastTaken.set(key, performance.now());
+  }
+
+  /** Whether `key`'s calls are to be spaced now (`SharedCap.spacingMs` and `spaced`). */
+  private spacedNow(key: string): boolean {
+    return !!this.cap?.spacingMs && this.cap.spaced?.(key) !== false;
   }
 
   private mayTake(key: string): boolean {
@@ -98,7 +103,7 @@ export class FairLimiter {
   /** How long `key` must still wait for its spacing (≤ 0: none). */
   private spacingLeft(key: string): number {
     const last = this.lastTaken.get(key);
-    if (last === undefined || this.cap!.spaced?.(key) === false) return 0;
+    if (last === undefined || !this.spacedNow(key)) return 0;
     const left = last + this.cap!.spacingMs! - performance.now();
     if (left <= 0) this.lastTaken.delete(key);
     return left;
@@ -124,7 +129,7 @@ export class FairLimiter {
     for (const [key, queue] of this.waiting) {
       if (this.inFlight >= this.limit) return;
       if (!this.mayTake(key)) {
-        const left = this.cap?.spacingMs ? this.spacingLeft(key) : 0;
+        const left = this.spacingLeft(key);
         if (left > 0) this.spacingTimer ??= setTimeout(() => ((this.spacingTimer = undefined), this.handOver()), left).unref();
         continue;
       }
