@@ -19,7 +19,10 @@ async function main(): Promise<void> {
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${process.env.FLOOD_KEY}` };
   let sent = 0;
   await new Promise<void>((go) => {
-    process.once('SIGUSR2', () => go());
+    // A signal listener does not keep the process alive: without this timer it could exit
+    // between `ready` and the signal (it did, once the pipe's write had drained).
+    const alive = setInterval(() => undefined, 60_000);
+    process.once('SIGUSR2', () => (clearInterval(alive), go()));
     process.stdout.write('ready\n');
   });
   await pool(count, concurrency, async (i) => {
