@@ -2,7 +2,9 @@
  * Owns event delivery fan-out (runs in the worker process): takes undispatched outbox rows
  * with `for update skip locked` (so several dispatchers share the work), starts one
  * delivery workflow per (event, subscribed active webhook of the same organization) and
- * stamps `dispatched_at` in the same transaction. The workflow id is derived from the
+ * stamps `dispatched_at` in the same transaction. Events that no webhook subscribes to are
+ * stamped first, in one statement of their own (`stampUnsubscribedEvents`); the
+ * transaction runs only for a batch that has subscribed events. The workflow id is derived from the
  * event and the webhook and started with REJECT_DUPLICATE / USE_EXISTING, so a dispatcher
  * that crashes after starting workflows but before committing, or a second dispatcher,
  * never causes a second first attempt. Woken by LISTEN/NOTIFY, with polling as the fallback.
@@ -10,8 +12,8 @@
  * The NOTIFY is throttled (at most one per 50 ms database-wide, see
  * Migration20261129000200_throttled_event_notify): an insert that skipped it came within
  * 50 ms of one that sent it. So after each wake, and each batch that found events, the
- * dispatcher keeps polling every `TAIL_POLL_MS` for `TAIL_MS` (a one-statement check while
- * nothing is there) before it waits for the next NOTIFY or WEBHOOK_DISPATCH_POLL_MS.
+ * dispatcher keeps polling every `TAIL_POLL_MS` for `TAIL_MS` (that one statement while
+ * nothing has a subscriber) before it waits for the next NOTIFY or WEBHOOK_DISPATCH_POLL_MS.
  *
  * With tracing on, each delivery starts in a trace of its own (a delivery is asynchronous by
  * design), whose root span links to the span that recorded the event: the conversation's
@@ -20,12 +22,11 @@
 import { deliveryTimingOf } from '../../config';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { TypedSearchAttributes, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import { hotQuery } from '../../db/hot-query';
 import { type Listening, listenTo } from '../../db/listen';
 import type { Services } from '../../services';
 import { webhookDeliveryMetadata } from '../../temporal-metadata';
 import { SearchAttributeKeys } from '../../../temporal/shared';
-import { markEventsDispatched, purgeDispatchedEvents } from '../events/outbox';
+import { markEventsDispatched, purgeDispatchedEvents, stampUnsubscribedEvents } from '../events/outbox';
 import { inLinkedTrace } from '../../telemetry/trace-context';
 import { deliveryWorkflowId, WEBHOOK_DELIVERY_WORKFLOW_TYPE, newDeliveryStart, type NewDeliveryInput } from '../../../temporal/webhooks.shared';
 
@@ -33,8 +34,6 @@ const PURGE_INTERVAL_MS = 3_600_000;
 /** How long after its last wake or find the dispatcher keeps polling, and how often. */
 const TAIL_MS = 1_000;
 const TAIL_POLL_MS = 20;
-/** The tail's check, up to 50 times a second: a named statement on the hot pool (db/hot-query.ts). */
-const ANY_UNDISPATCHED = { name: 'events-any-undispatched', text: 'select 1 from events where dispatched_at is null limit 1' };
 
 /** Temporal starts in flight at once, by default (the webhooks benchmark starts its baseline the same way). */
 export const DISPATCH_START_CONCURRENCY = 32;
@@ -111,6 +110,12 @@ export class EventDispatcher {
 
   /** Dispatches one batch; returns how many events it stamped. */
   async dispatchOnce(): Promise<number> {
+    const { stamped, subscribed } = await stampUnsubscribedEvents(this.services.hotPool, this.batchSize);
+    return subscribed === 0 ? stamped : stamped + (await this.deliverSubscribed());
+  }
+
+  /** Starts the deliveries of a batch and stamps it, in one transaction; returns how many events it stamped. */
+  private async deliverSubscribed(): Promise<number> {
     const em = this.services.orm.em.fork() as EntityManager;
     return await em.transactional(async (tx) => {
       const events: EventRow[] = await tx.execute(
@@ -181,32 +186,22 @@ export class EventDispatcher {
     return Date.now() - this.lastActivity < TAIL_MS;
   }
 
-  /** One statement, no transaction: whether a batch would find anything. */
-  private async anyUndispatched(): Promise<boolean> {
-    return (await hotQuery(this.services.hotPool, ANY_UNDISPATCHED, [])).length > 0;
-  }
-
-  /** Waits for a NOTIFY (returns true) or `timeoutMs` (false). */
-  private async waitForWake(timeoutMs: number): Promise<boolean> {
+  /** Waits for a NOTIFY or `timeoutMs`, whichever comes first. */
+  private async waitForWake(timeoutMs: number): Promise<void> {
     if (this.wakePending || this.stopped) {
       this.wakePending = false;
-      return true;
+      return;
     }
-    let woken = false;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, timeoutMs);
       function done() {
         clearTimeout(timer);
         resolve();
       }
-      this.wake = () => {
-        woken = true;
-        done();
-      };
+      this.wake = done;
     });
     this.wake = undefined;
     this.wakePending = false;
-    return woken;
   }
 
   /** Deletes dispatched events past EVENT_RETENTION_DAYS; returns how many. */
@@ -216,8 +211,6 @@ export class EventDispatcher {
 
   private async loop(): Promise<void> {
     let lastPurge = 0;
-    let woken = true;
-    let tailPoll = false;
     while (!this.stopped) {
       if (Date.now() - lastPurge > PURGE_INTERVAL_MS) {
         lastPurge = Date.now();
@@ -225,15 +218,15 @@ export class EventDispatcher {
       }
       let n = 0;
       try {
-        // A tail poll that finds nothing costs one statement, not a transaction.
-        if (woken || !tailPoll || (await this.anyUndispatched())) n = await this.dispatchOnce();
+        n = await this.dispatchOnce();
       } catch (err) {
         this.services.logger.error({ err }, 'event dispatch failed; retrying');
       }
       if (n > 0) this.lastActivity = Date.now();
-      tailPoll = this.inTail();
+      const tailPoll = this.inTail();
       this.idle = n < this.batchSize && !tailPoll;
-      woken = n >= this.batchSize || (await this.waitForWake(tailPoll ? TAIL_POLL_MS : this.pollMs));
+      // A full batch may have left more: go on at once.
+      if (n < this.batchSize) await this.waitForWake(tailPoll ? TAIL_POLL_MS : this.pollMs);
       this.idle = false;
     }
   }
