@@ -43,7 +43,7 @@ export class BackgroundTasks {
    * first; with `fairKey` (an organization id), admitted by the fair bound.
    */
   run(what: string, task: () => Promise<unknown>, fairKey?: string, watch?: BackgroundWatch): void {
-    const admitted = fairKey === undefined ? task : () => this.calls.run(fairKey, task, watch);
+    const admitted = fairKey === undefined ? task : () => this.calls.run(fairKey, () => (this.onAdmitted?.(), task()), watch);
     const done: Promise<void> = new Promise((resolve) => setImmediate(resolve))
       .then(admitted)
       .then(
@@ -57,10 +57,13 @@ export class BackgroundTasks {
     this.running.add(done);
   }
 
-  /** Whether the organization's calls wait for its share of the bound now (its starts are backlogged). */
-  backlogged(organizationId: string): boolean {
-    return this.calls.hasWaiting(organizationId);
+  /** How many of the organization's calls wait for its share of the bound now. */
+  waitingCalls(organizationId: string): number {
+    return this.calls.waitingCount(organizationId);
   }
+
+  /** Told each time a call leaves the wait for a slot (one listener: the API's intake, inbound-state.ts). */
+  onAdmitted: (() => void) | undefined;
 
   /**
    * Resolves once every task started so far has ended. Tasks still waiting for the fair

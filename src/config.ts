@@ -87,7 +87,7 @@ const envSchema = z.object({
    * organization (docs/performance.md, "Fair sharing between organizations").
    */
   BACKGROUND_CALLS_IN_FLIGHT: positiveInt.default(16),
-  BACKGROUND_CALLS_PER_ORGANIZATION: positiveInt.default(4),
+  BACKGROUND_CALLS_PER_ORGANIZATION: positiveInt.default(2),
   /**
    * Inbound messages (`POST /v1/messages`) one organization may have recorded at once in an
    * API process while another organization's messages arrived within the last 2 s; the rest
@@ -95,7 +95,13 @@ const envSchema = z.object({
    * "A flood's requests, and the reconciler's bursts").
    */
   INBOUND_MESSAGES_PER_ORGANIZATION: positiveInt.default(1),
-  INBOUND_MESSAGE_SPACING_MS: z.coerce.number().int().min(0).max(1_000).default(30),
+  /**
+   * While another organization is active, an organization's next inbound message waits to be
+   * recorded as long as this many of its execution starts wait for its share of the API's
+   * Temporal calls: its messages are then recorded as fast as its conversations start
+   * (docs/performance.md, "Recording at the pace of the starts").
+   */
+  INBOUND_STARTS_WAITING_PER_ORGANIZATION: positiveInt.default(4),
   /**
    * The worker's task slots: activities and workflow tasks it runs at once (the SDK's
    * defaults, 100 and 40, when unset), and activity slots reserved for eager dispatch per

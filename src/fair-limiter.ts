@@ -17,11 +17,10 @@ export interface SharedCap {
   share: number;
   windowMs: number;
   /**
-   * While another key is active and `spaced(key)` holds, the key's calls start at least
-   * this many ms apart (0 or unset: never).
+   * While another key is active and `behind(key)` says so, the key's calls wait (the API's
+   * intake: an organization whose starts already wait for its share); `recheck()` looks again.
    */
-  spacingMs?: number;
-  spaced?: (key: string) => boolean;
+  behind?: (key: string) => boolean;
 }
 
 /**
@@ -33,9 +32,9 @@ export interface SharedCap {
  * flight, waiting, or finished within `windowMs`): a flooding organization then keeps
  * fewer calls in flight at Temporal, and the server's queues, which serve calls in arrival
  * order, stay short for the others. Alone, a key may use every slot, so one organization's
- * throughput does not change. With `spacingMs`, a key for which `spaced` holds (the API's
- * intake: an organization whose starts are backlogged) also starts its calls that far
- * apart while another key is active.
+ * throughput does not change. With `behind`, a key that is behind elsewhere (the API's
+ * intake: an organization with enough starts waiting already) starts no call while another
+ * key is active, until `recheck()` finds it caught up.
  */
 export class FairLimiter {
   private inFlight = 0;
@@ -44,10 +43,6 @@ export class FairLimiter {
   private readonly held = new Map<string, number>();
   /** When each key last started or finished a call (performance.now()). */
   private readonly lastActive = new Map<string, number>();
-  /** When each key last took a slot, kept while its spacing runs (performance.now()). */
-  private readonly lastTaken = new Map<string, number>();
-  /** Hands over again when the first spaced key's wait is over. */
-  private spacingTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly limit: number,
@@ -85,28 +80,12 @@ export class FairLimiter {
   private take(key: string): void {
     this.inFlight++;
     this.held.set(key, (this.held.get(key) ?? 0) + 1);
-    // Kept only for a key spaced now, so the keys that never are leave no entry behind.
-    if (this.spacedNow(key)) this.lastTaken.set(key, performance.now());
-  }
-
-  /** Whether `key`'s calls are to be spaced now (`SharedCap.spacingMs` and `spaced`). */
-  private spacedNow(key: string): boolean {
-    return !!this.cap?.spacingMs && this.cap.spaced?.(key) !== false;
   }
 
   private mayTake(key: string): boolean {
     if (this.inFlight >= this.limit) return false;
-    if (!this.cap || ((this.held.get(key) ?? 0) < this.cap.share && this.spacingLeft(key) <= 0)) return true;
+    if (!this.cap || ((this.held.get(key) ?? 0) < this.cap.share && this.cap.behind?.(key) !== true)) return true;
     return !this.othersActive(key);
-  }
-
-  /** How long `key` must still wait for its spacing (≤ 0: none). */
-  private spacingLeft(key: string): number {
-    const last = this.lastTaken.get(key);
-    if (last === undefined || !this.spacedNow(key)) return 0;
-    const left = last + this.cap!.spacingMs! - performance.now();
-    if (left <= 0) this.lastTaken.delete(key);
-    return left;
   }
 
   private othersActive(key: string): boolean {
@@ -128,11 +107,7 @@ export class FairLimiter {
   private handOver(): void {
     for (const [key, queue] of this.waiting) {
       if (this.inFlight >= this.limit) return;
-      if (!this.mayTake(key)) {
-        const left = this.spacingLeft(key);
-        if (left > 0) this.spacingTimer ??= setTimeout(() => ((this.spacingTimer = undefined), this.handOver()), left).unref();
-        continue;
-      }
+      if (!this.mayTake(key)) continue;
       this.waiting.delete(key);
       const first = queue.shift()!;
       if (queue.length > 0) this.waiting.set(key, queue);
@@ -141,15 +116,18 @@ export class FairLimiter {
     }
   }
 
-  /** Whether calls of `key` wait for a slot now. */
-  hasWaiting(key: string): boolean {
-    return this.waiting.has(key);
+  /** Hands free slots over again: a key that was `behind` may have caught up. */
+  recheck(): void {
+    if (this.waiting.size > 0) this.handOver();
+  }
+
+  /** How many calls of `key` wait for a slot now. */
+  waitingCount(key: string): number {
+    return this.waiting.get(key)?.length ?? 0;
   }
 
   /** Rejects every waiting caller with `AbandonedError` (they never ran); returns how many. */
   abandonWaiting(): number {
-    clearTimeout(this.spacingTimer);
-    this.spacingTimer = undefined;
     let abandoned = 0;
     for (const queue of this.waiting.values()) for (const waiter of queue) (abandoned++, waiter.abandon(new AbandonedError()));
     this.waiting.clear();

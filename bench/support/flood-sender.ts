@@ -6,9 +6,9 @@
  * requests kept the event loop busy, and B's greetings were timed late by that loop, not by
  * the service.
  *
- * It prints `ready` once loaded and sends nothing before SIGUSR2: loading it through tsx
- * takes about a second of CPU, which, spent as the flood began, was charged to B's first
- * messages of the flood.
+ * It prints `ready` once loaded and warmed up, and sends nothing before SIGUSR2: loading it
+ * through tsx, and its first requests, take about a second of CPU each, which, spent as
+ * the flood began, was charged to B's first messages of the flood.
  */
 import { pool } from '../lib';
 
@@ -18,6 +18,9 @@ async function main(): Promise<void> {
   const concurrency = Number(process.env.FLOOD_CONCURRENCY);
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${process.env.FLOOD_KEY}` };
   let sent = 0;
+  // Warmed up before `ready`: the first requests of a process (fetch's own loading, its
+  // connections) took about a second of CPU, charged to B's first messages of the flood.
+  await pool(concurrency, concurrency, async () => void (await (await fetch(`${base}/healthz`)).arrayBuffer()));
   await new Promise<void>((go) => {
     // A signal listener does not keep the process alive: without this timer it could exit
     // between `ready` and the signal (it did, once the pipe's write had drained).

@@ -6,6 +6,8 @@
 import { BackgroundTasks } from '../../src/background-tasks';
 import { FairLimiter } from '../../src/fair-limiter';
 import { createLogger } from '../../src/logger';
+import { createInboundState } from '../../src/modules/inbound/inbound-state';
+import type { Services } from '../../src/services';
 
 /** A task that runs until released, recording when it started. */
 function gate(started: string[], name: string) {
@@ -173,32 +175,53 @@ it('gives a dropped waiting call\'s watch its say before the drain ends (the lea
   expect(given.sort()).toEqual(['queued 1', 'queued 2']);
 });
 
-it('spaces a backlogged organization\'s calls while another is active, and neither a lone one nor one without a backlog', async () => {
-  // As the API's intake (inbound-state.ts): `spaced` says whether the organization's starts wait for its share.
-  jest.useFakeTimers();
-  try {
-    const backlogged = new Set<string>(['a']);
-    const limiter = new FairLimiter(Number.POSITIVE_INFINITY, { share: 1, windowMs: 1_000, spacingMs: 100, spaced: (key) => backlogged.has(key) });
-    const t0 = performance.now();
-    const started: string[] = [];
-    const call = (key: string, name: string) => limiter.run(key, async () => void started.push(`${name}@${Math.round(performance.now() - t0)}`));
-    // Alone, a's calls run one after the other at once, backlog or not.
-    await Promise.all([call('a', 'a1'), call('a', 'a2')]);
-    expect(started).toEqual(['a1@0', 'a2@0']);
-    // b is active: a's next calls start 100 ms after a's last one; b's calls, not backlogged, are not held.
-    const runs = [call('b', 'b1'), call('a', 'a3'), call('a', 'a4'), call('b', 'b2')];
-    await jest.advanceTimersByTimeAsync(50);
-    expect(started).toEqual(['a1@0', 'a2@0', 'b1@0', 'b2@0']);
-    await jest.advanceTimersByTimeAsync(200);
-    await Promise.all(runs);
-    expect(started.slice(4)).toEqual(['a3@100', 'a4@200']);
-    // Once a's backlog is gone, its calls are not spaced, even with b active.
-    backlogged.delete('a');
-    const [a5, b3, a6] = [call('a', 'a5'), call('b', 'b3'), call('a', 'a6')];
-    await jest.advanceTimersByTimeAsync(0);
-    await Promise.all([a5, b3, a6]);
-    expect(started.slice(6)).toEqual(['a5@250', 'b3@250', 'a6@250']);
-  } finally {
-    jest.useRealTimers();
-  }
+it('holds an organization that is behind while another is active until a recheck finds it caught up, and never a lone one', async () => {
+  const behind = new Set<string>(['a']);
+  const limiter = new FairLimiter(Number.POSITIVE_INFINITY, { share: 1, windowMs: 1_000, behind: (key) => behind.has(key) });
+  const started: string[] = [];
+  const call = (key: string, name: string) => limiter.run(key, async () => void started.push(name));
+  // Alone, a's calls run, behind or not.
+  await Promise.all([call('a', 'a1'), call('a', 'a2')]);
+  expect(started).toEqual(['a1', 'a2']);
+  // b is active: a's calls wait while a is behind; b's do not.
+  await call('b', 'b1');
+  const held = [call('a', 'a3'), call('a', 'a4')];
+  await call('b', 'b2');
+  limiter.recheck();
+  await tick();
+  expect(started).toEqual(['a1', 'a2', 'b1', 'b2']);
+  // Caught up: the next recheck lets a's calls go, in their order.
+  behind.delete('a');
+  limiter.recheck();
+  await Promise.all(held);
+  expect(started.slice(4)).toEqual(['a3', 'a4']);
+});
+
+it("records an organization's messages only while fewer than INBOUND_STARTS_WAITING_PER_ORGANIZATION of its starts wait, with another active", async () => {
+  const config = { INBOUND_MESSAGES_PER_ORGANIZATION: 1, INBOUND_STARTS_WAITING_PER_ORGANIZATION: 2 };
+  const background = new BackgroundTasks(createLogger('silent'), { limit: 4, share: 1 });
+  const { intake } = createInboundState({ config, background, hotPool: {}, logger: createLogger('silent') } as unknown as Services);
+  const started: string[] = [];
+  const starts = Object.fromEntries(['b1', 'a1', 'a2', 'a3', 'a4'].map((n) => [n, gate(started, n)]));
+  // b holds a start (another organization is active); a's first start runs, its next two wait for a's share.
+  background.run('execution start', starts.b1!.task, 'b');
+  for (const n of ['a1', 'a2', 'a3']) background.run('execution start', starts[n]!.task, 'a');
+  await tick();
+  await tick();
+  expect(started).toEqual(['b1', 'a1']);
+  expect(background.waitingCalls('a')).toBe(2);
+  // b's messages arrive too. Two of a's starts wait: a's next message waits to be recorded; b's are recorded at once.
+  const recorded: string[] = [];
+  await intake.run('b', async () => void recorded.push('b'));
+  const message = intake.run('a', async () => void recorded.push('a'));
+  await intake.run('b', async () => void recorded.push('b'));
+  await tick();
+  expect(recorded).toEqual(['b', 'b']);
+  // One of a's starts gets its slot: one waits now, so a's message is recorded.
+  starts.a1!.open();
+  await message;
+  expect(recorded).toEqual(['b', 'b', 'a']);
+  expect(started).toEqual(['b1', 'a1', 'a2']);
+  for (const n of ['b1', 'a2', 'a3']) starts[n]!.open();
+  await background.drain();
 });

@@ -20,10 +20,11 @@ export interface InboundState {
    * Admits inbound messages: while other organizations' messages arrive, one organization
    * records at most INBOUND_MESSAGES_PER_ORGANIZATION at once (no bound when it is alone).
    * A flood's 20 requests in flight were 20 busy PostgreSQL backends, each a process that
-   * took its slice of both cores beside the worker and the others' requests. While the
-   * organization's starts also wait for its share (`BackgroundTasks.backlogged`), its
-   * messages are recorded INBOUND_MESSAGE_SPACING_MS apart: faster would only lengthen its
-   * backlog, and the burst of recording took the CPU the others' conversations needed.
+   * took its slice of both cores beside the worker and the others' requests. While
+   * INBOUND_STARTS_WAITING_PER_ORGANIZATION of the organization's starts already wait for its
+   * share (`BackgroundTasks.waitingCalls`), its next message waits to be recorded until one
+   * of them leaves: recording faster than its conversations start would only lengthen its
+   * backlog, and the recording's CPU is what the others' conversations needed.
    */
   intake: FairLimiter;
 }
@@ -31,15 +32,17 @@ export interface InboundState {
 export type InboundServices = Services & InboundState;
 
 export function createInboundState(services: Services): InboundState {
+  const startsAhead = services.config.INBOUND_STARTS_WAITING_PER_ORGANIZATION;
+  const intake = new FairLimiter(Number.POSITIVE_INFINITY, {
+    share: services.config.INBOUND_MESSAGES_PER_ORGANIZATION,
+    windowMs: SHARED_WINDOW_MS,
+    behind: (organizationId) => services.background.waitingCalls(organizationId) >= startsAhead,
+  });
+  services.background.onAdmitted = () => intake.recheck();
   return {
     messageTargets: new MessageTargetsCache(services.hotPool),
     startStamps: createStartStamps(services.hotPool, services.logger),
     queuedStarts: new QueuedStartLeases(services.hotPool, services.logger),
-    intake: new FairLimiter(Number.POSITIVE_INFINITY, {
-      share: services.config.INBOUND_MESSAGES_PER_ORGANIZATION,
-      windowMs: SHARED_WINDOW_MS,
-      spacingMs: services.config.INBOUND_MESSAGE_SPACING_MS,
-      spaced: (organizationId) => services.background.backlogged(organizationId),
-    }),
+    intake,
   };
 }
