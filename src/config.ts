@@ -84,7 +84,9 @@ const envSchema = z.object({
    * The API's background Temporal calls (execution starts, reply signals): at most this
    * many in flight per process, served to the organizations in turn; and while more than
    * one organization is active, at most BACKGROUND_CALLS_PER_ORGANIZATION of them for one
-   * organization (docs/performance.md, "Fair sharing between organizations").
+   * organization (docs/performance.md, "Fair sharing between organizations"). A start keeps
+   * its slot until its stamp is written (batched every 200 ms, start-stamps.ts), so a share
+   * of 2 is about 10 starts a second per process while others are active.
    */
   BACKGROUND_CALLS_IN_FLIGHT: positiveInt.default(16),
   BACKGROUND_CALLS_PER_ORGANIZATION: positiveInt.default(2),
@@ -99,7 +101,7 @@ const envSchema = z.object({
    * While another organization is active, an organization's next inbound message waits to be
    * recorded as long as this many of its execution starts wait for its share of the API's
    * Temporal calls: its messages are then recorded as fast as its conversations start
-   * (docs/performance.md, "Recording at the pace of the starts").
+   * (docs/performance.md, "Recording at the pace of the starts, and a flooding organization's share").
    */
   INBOUND_STARTS_WAITING_PER_ORGANIZATION: positiveInt.default(4),
   /**

@@ -4,8 +4,7 @@
  * commits (or rolls back) with the change that caused it. A module that writes in one SQL
  * statement of its own composes `insertEventsSql` into it instead (same atomicity, one round
  * trip). The dispatcher's bookkeeping (`stampUnsubscribedEvents`, `markEventsDispatched`,
- * `purgeDispatchedEvents`) is
- * here too, so every write of the table lives in this module.
+ * `purgeDispatchedEvents`) is here too, so every write of the table lives in this module.
  *
  * Each event keeps the `traceparent` of the span that recorded it (null while tracing is
  * off): `recordEvent` and the JSON rows take it themselves; a statement that inserts with a

@@ -4,8 +4,8 @@
  * delivery workflow per (event, subscribed active webhook of the same organization) and
  * stamps `dispatched_at` in the same transaction. Events that no webhook subscribes to are
  * stamped first, in one statement of their own (`stampUnsubscribedEvents`); the
- * transaction runs only for a batch that has subscribed events. The workflow id is derived from the
- * event and the webhook and started with REJECT_DUPLICATE / USE_EXISTING, so a dispatcher
+ * transaction runs only for a batch that has subscribed events. The workflow id is derived
+ * from the event and the webhook and started with REJECT_DUPLICATE / USE_EXISTING, so a dispatcher
  * that crashes after starting workflows but before committing, or a second dispatcher,
  * never causes a second first attempt. Woken by LISTEN/NOTIFY, with polling as the fallback.
  *
