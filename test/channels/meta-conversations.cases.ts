@@ -184,7 +184,12 @@ describe('Meta conversations', () => {
     });
     const waId = '15550100777';
     await hook(wa, whatsAppText(PHONE_ID, waId, 'rate').body, WA_SECRET).expect(200);
-    const prompt = await waitFor(async () => meta.sends.find((s) => s.status === 200 && s.body?.to === waId), 'the rating prompt');
+    const prompt = await waitFor(async () => {
+      const sent = meta.sends.find((s) => s.status === 200 && s.body?.to === waId);
+      if (sent) return sent;
+      // What a timeout reports: this once timed out in CI and never again here.
+      throw new Error(`sends to ${waId}: ${JSON.stringify(meta.sends.filter((s) => s.body?.to === waId).map((s) => s.status))}, execution: ${JSON.stringify((await executionOf(waId)) ?? null)}`);
+    }, 'the rating prompt');
     // The Cloud API's documented interactive list: body text, a button, one section of rows.
     expect(prompt.body).toEqual({
       messaging_product: 'whatsapp',
