@@ -18,8 +18,7 @@ async function main(): Promise<void> {
   const concurrency = Number(process.env.FLOOD_CONCURRENCY);
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${process.env.FLOOD_KEY}` };
   let sent = 0;
-  // Warmed up before `ready`: the first requests of a process (fetch's own loading, its
-  // connections) took about a second of CPU, charged to B's first messages of the flood.
+  // The warm-up of the header comment: fetch's own loading and its connections.
   await pool(concurrency, concurrency, async () => void (await (await fetch(`${base}/healthz`)).arrayBuffer()));
   await new Promise<void>((go) => {
     // A signal listener does not keep the process alive: without this timer it could exit
