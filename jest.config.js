@@ -22,16 +22,16 @@ module.exports = {
   // Four test files at a time on two cores: the slowest files (crash tests, outages, exports)
   // mostly wait on spawned processes and Temporal, their jest process using a third of a
   // core or less, so more files overlap those waits. With three, a full run left about a
-  // quarter of the two cores idle: 268.7 s against 250.2 s with four (README, "Tests").
+  // quarter of the two cores idle: 268.7 s against 250.2 s with four (CONTRIBUTING.md, "How the suite runs").
   maxWorkers: 4,
   // A jest worker keeps about 70 MB of every file it ran (each file loads the service anew, and
   // not all of it is freed); past 600 MB it is replaced after its file. The smaller heap costs
-  // less to collect: 269 s against 286 s for the suite, 10 % less CPU (README, "Tests").
+  // less to collect: 269 s against 286 s for the suite, 10 % less CPU (CONTRIBUTING.md, "How the suite runs").
   workerIdleMemoryLimit: '600MB',
   // The files that start processes of their own are spread through the run, not started together.
   testSequencer: '<rootDir>/test/helpers/spread-sequencer.js',
   testTimeout: 60000,
   // Each file compiles the service's modules anew; V8's code cache spares Node 20 the parse
-  // (247 s → 226 s for the suite; README, "Tests"). JEST_CODE_CACHE=off runs without it.
+  // (247 s → 226 s for the suite; CONTRIBUTING.md, "How the suite runs"). JEST_CODE_CACHE=off runs without it.
   runtime: '<rootDir>/test/helpers/code-cache-runtime.js',
 };

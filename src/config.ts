@@ -47,7 +47,7 @@ const rateLimitShape = Object.fromEntries(
   Object.entries(rateLimitDefaults).map(([k, v]) => [k, positiveInt.default(v)]),
 ) as { [K in keyof typeof rateLimitDefaults]: z.ZodDefault<typeof positiveInt> };
 
-const envSchema = z.object({
+export const envSchema = z.object({
   NODE_ENV: z.string().default('development'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().default('0.0.0.0'),

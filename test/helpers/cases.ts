@@ -4,7 +4,7 @@
  *
  * Why: jest gives each test file a module registry of its own, so each file loads the
  * service, its ORM and the Temporal client anew: about 1.5 s of CPU per file, a third of
- * the suite's CPU when every case had a file of its own (README, "Tests"). Cases that boot
+ * the suite's CPU when every case had a file of its own (CONTRIBUTING.md, "How the suite runs"). Cases that boot
  * their own app and share no processes are grouped instead; each keeps its own hooks, app
  * and database, scoped to its describe block. Files that start processes of their own stay
  * separate `*.test.ts` files, so the run can spread them out (spread-sequencer.js).

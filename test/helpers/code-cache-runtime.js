@@ -6,7 +6,7 @@
  * On Node 20 compiling was 17 % of a jest worker's busy time. So each compilation here
  * reuses V8's code cache of the same source: from this process's memory, else from a file
  * another worker (or an earlier run on the same V8) wrote, else it is produced and written.
- * Only parsing is skipped; the code runs as before. Measured on a full run (README, "Tests"):
+ * Only parsing is skipped; the code runs as before. Measured on a full run (CONTRIBUTING.md, "How the suite runs"):
  * Node 20 247 s → 226 s; Node 24 222.6 s either way (its V8 does not pay that parse again).
  *
  * Why hand-written: jest has no code-cache option (jestjs/jest#9457), and v8-compile-cache

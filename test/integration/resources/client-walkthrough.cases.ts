@@ -1,5 +1,5 @@
 /**
- * The README's "A first conversation, end to end", run as a user of the generated
+ * The README's "The first conversation", run as a user of the generated
  * TypeScript client would (clients/typescript: openapi-typescript types + openapi-fetch)
  * against the running service with a worker, a webhook dispatcher and an HTTPS receiver.
  * No casts: the suite's `tsc --strict` compiles this file against the committed client,
