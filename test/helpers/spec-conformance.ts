@@ -1,0 +1,47 @@
+/**
+ * What the fake providers do with every request they receive (issue #46): check it against
+ * the provider's published OpenAPI (openapi-request-validator.ts), keep what breaks it, and
+ * fail the test. A fake calls `check` as each request arrives and `assertConforms` when it
+ * closes (tests close their fakes in afterAll, so a violation fails the file even when no
+ * test looked); tests may also call `assertConforms` themselves to fail at the very test.
+ * The named exceptions are in spec-allow-list.ts.
+ */
+import type { RecordedRequest } from './fake-http-server';
+import { META_OPENAPI, type RequestViolation, TWILIO_OPENAPI, requestValidatorFor } from './openapi-request-validator';
+import { type AllowedViolation, META_ALLOWED, TWILIO_ALLOWED, applyAllowList } from './spec-allow-list';
+
+export interface RecordedViolation extends RequestViolation {
+  /** The request line as received. */
+  request: string;
+}
+
+const SPECS = {
+  meta: { file: META_OPENAPI, name: "Meta's Business Messaging API v23.0", allow: META_ALLOWED },
+  twilio: { file: TWILIO_OPENAPI, name: "Twilio's REST API 2010-04-01", allow: TWILIO_ALLOWED },
+} as const;
+
+export function specConformance(provider: keyof typeof SPECS, allow: AllowedViolation[] = SPECS[provider].allow) {
+  const spec = SPECS[provider];
+  const violations: RecordedViolation[] = [];
+  const allowed: Array<{ id: string; violation: RecordedViolation }> = [];
+  return {
+    /** Requests that broke the spec (and no allow-list entry covers). */
+    violations,
+    /** Requests that broke the spec and an allow-list entry let through, by entry id. */
+    allowed,
+    check(r: RecordedRequest): void {
+      const req = { method: r.method, path: r.path, headers: r.headers, raw: r.raw };
+      const found = applyAllowList(requestValidatorFor(spec.file, spec.name).validate(req), req, spec.allow);
+      const request = `${r.method} ${r.path.split('?')[0]}`;
+      violations.push(...found.failing.map((v) => ({ ...v, request })));
+      allowed.push(...found.allowed.map((a) => ({ id: a.id, violation: { ...a.violation, request } })));
+    },
+    /** Throws, listing each violation (request, place, rule), when any request broke the spec. */
+    assertConforms(): void {
+      if (violations.length === 0) return;
+      const lines = violations.map((v) => `  ${v.request}: ${v.where} [${v.rule}] ${v.message} (checked against ${v.operation})`);
+      throw new Error(`requests the service sent break ${spec.name} (test/fixtures/, spec-allow-list.ts):\n${lines.join('\n')}`);
+    },
+  };
+}
+export type SpecConformance = ReturnType<typeof specConformance>;
