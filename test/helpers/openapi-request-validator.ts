@@ -119,18 +119,21 @@ export class OpenApiRequestValidator {
   private readonly coercing: Ajv2020;
   private readonly operations: Operation[] = [];
   private readonly compiled = new Map<string, ValidateFunction>();
+  /** The spec's id inside Ajv: a URI, whatever the display name. */
+  private readonly key: string;
 
   constructor(
     private readonly doc: Json,
     private readonly name: string,
   ) {
+    this.key = `urn:spec:${name.replace(/[^A-Za-z0-9._-]+/g, '-')}`;
     closeAllOfBranches(doc);
     const make = (coerce: boolean) => {
       const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false, coerceTypes: coerce ? 'array' : false, logger: false });
       addFormats(ajv);
       // Formats the spec names but no standard defines (Twilio's `phone-number`, Meta's `TEXT`): not checked.
       for (const f of this.formatsUsed()) if (!ajv.formats[f]) ajv.addFormat(f, true);
-      ajv.addSchema(doc, name);
+      ajv.addSchema(doc, this.key);
       return ajv;
     };
     this.ajv = make(false);
@@ -268,7 +271,7 @@ export class OpenApiRequestValidator {
       }
     }
     const ajv = type === 'application/x-www-form-urlencoded' ? this.coercing : this.ajv;
-    const validate = this.compile(ajv, `body:${type}:${pointer}`, { $ref: `${this.name}#${pointer.startsWith('/') ? pointer : `/${pointer}`}` });
+    const validate = this.compile(ajv, `body:${type}:${pointer}`, { $ref: `${this.key}#${pointer.startsWith('/') ? pointer : `/${pointer}`}` });
     if (!validate(body)) {
       for (const e of validate.errors ?? []) add(`body${e.instancePath}`, e.keyword, describe(e));
     }
@@ -279,7 +282,7 @@ export class OpenApiRequestValidator {
     let v = this.compiled.get(k);
     if (!v) {
       // Inline parameter schemas may hold local refs (`#/components/...`): resolved against the spec.
-      v = ajv.compile(rebase(schema, this.name));
+      v = ajv.compile(rebase(schema, this.key));
       this.compiled.set(k, v);
     }
     return v;

@@ -31,8 +31,15 @@ export function specConformance(provider: keyof typeof SPECS, allow: AllowedViol
     allowed,
     check(r: RecordedRequest): void {
       const req = { method: r.method, path: r.path, headers: r.headers, raw: r.raw };
-      const found = applyAllowList(requestValidatorFor(spec.file, spec.name).validate(req), req, spec.allow);
       const request = `${r.method} ${r.path.split('?')[0]}`;
+      let checked: RequestViolation[];
+      try {
+        checked = requestValidatorFor(spec.file, spec.name).validate(req);
+      } catch (err) {
+        // A validator failure must fail the test, not the fake's answer.
+        checked = [{ operation: request, where: 'validator', rule: 'error', message: (err as Error).message }];
+      }
+      const found = applyAllowList(checked, req, spec.allow);
       violations.push(...found.failing.map((v) => ({ ...v, request })));
       allowed.push(...found.allowed.map((a) => ({ id: a.id, violation: { ...a.violation, request } })));
     },
