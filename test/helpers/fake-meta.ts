@@ -9,6 +9,7 @@
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import { type Answer, type RecordedRequest, startFakeHttpServer } from './fake-http-server';
+import { specConformance } from './spec-conformance';
 
 export interface GraphSend {
   /** The Graph node the message was sent from (phone_number_id or Instagram account id). */
@@ -34,7 +35,10 @@ export async function startFakeMeta() {
   const reads: RecordedRequest[] = [];
   // The id answered to each body (a retry of the same body gets a new one, kept last).
   const pending = new Map<string, string>();
+  // -- Meta's published OpenAPI checks every request; a violation fails the test (spec-conformance.ts, issue #46).
+  const conformance = specConformance('meta');
   const server = await startFakeHttpServer({
+    onArrive: conformance.check,
     onAnswer(r) {
       const m = sendPath.exec(r.path);
       if (r.method === 'POST' && m) sends.push({ node: m[1]!, authorization: r.headers.authorization, body: r.json, id: r.status === 200 ? (pending.get(r.raw) ?? '') : '', status: r.status });
@@ -67,7 +71,13 @@ export async function startFakeMeta() {
     answerSends: (...answers: Answer[]) => server.script(isSend, ...answers),
     /** The next reads (GET of a node) get these answers. */
     answerReads: (...answers: Answer[]) => server.script((r) => r.method === 'GET', ...answers),
-    close: () => server.close(),
+    /** Requests checked against Meta's spec: `violations`, `allowed`, `assertConforms()`. */
+    conformance,
+    /** Stops the server, then fails when any request broke Meta's spec. */
+    close: async () => {
+      await server.close();
+      conformance.assertConforms();
+    },
   };
 }
 export type FakeMeta = Awaited<ReturnType<typeof startFakeMeta>>;

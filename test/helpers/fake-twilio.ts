@@ -9,6 +9,7 @@ import { SaxesParser } from 'saxes';
 import { getExpectedTwilioSignature } from 'twilio/lib/webhooks/webhooks';
 import type { TestApp } from './app';
 import { type FakeHttpServer, startFakeHttpServer } from './fake-http-server';
+import { type SpecConformance, specConformance } from './spec-conformance';
 
 export interface TwimlVerb {
   name: string;
@@ -105,11 +106,20 @@ export const spoken = (verbs: TwimlVerb[]): string[] =>
   verbs.flatMap((v) => (v.name === 'Say' ? [v.text] : v.name === 'Gather' ? spoken(v.children) : []));
 
 /** Twilio's REST API for the connection test: GET /2010-04-01/Accounts/{sid}.json. */
-export async function startFakeTwilioApi(): Promise<FakeHttpServer> {
-  const server = await startFakeHttpServer();
+export async function startFakeTwilioApi(): Promise<FakeHttpServer & { conformance: SpecConformance }> {
+  // -- Twilio's published OpenAPI checks every request; a violation fails the test (spec-conformance.ts, issue #46).
+  const conformance = specConformance('twilio');
+  const server = await startFakeHttpServer({ onArrive: conformance.check });
   server.setDefault((r) => {
     const sid = /\/Accounts\/(AC[0-9a-f]{32})\.json$/.exec(r.path)?.[1];
     return sid ? { status: 200, body: { sid, status: 'active', friendly_name: 'Test account' } } : { status: 404, body: { code: 20404, message: 'The requested resource was not found' } };
   });
-  return server;
+  return {
+    ...server,
+    conformance,
+    close: async () => {
+      await server.close();
+      conformance.assertConforms();
+    },
+  };
 }
