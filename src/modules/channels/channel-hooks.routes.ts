@@ -7,8 +7,9 @@
  * - POST: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(app_secret, raw body)>`, compared in
  *   constant time; missing or wrong is 401 and nothing is recorded. The body bounds of the
  *   input guard (size, nesting, NUL) apply before, as for trigger hooks. Each customer
- *   message goes through `receiveMessage`, the very path of `POST /v1/messages` (keyword
- *   triggers, form replies, customer creation, redeliveries by provider message id); each
+ *   message goes through the per-organization intake and `receiveMessage`, the very path of
+ *   `POST /v1/messages` (fair share, keyword triggers, form replies, customer creation,
+ *   redeliveries by provider message id); each
  *   WhatsApp delivery status moves its outbound message forward. The answer is 200 as soon
  *   as the rows are committed; a message that cannot be processed is logged and still
  *   acknowledged, or Meta would redeliver the body for days.
@@ -93,15 +94,19 @@ async function processContent(services: InboundServices, c: ChannelConnection, c
   const em = services.orm.em.fork();
   for (const m of content.messages) {
     try {
-      // Before the message: an execution it resumes may answer at once, inside the window it opens.
-      await recordInboundTime(em, c.id, m.externalId, m.sentAt);
-      const received = await receiveMessage(services, c.organizationId, {
-        channel: c.channel,
-        customer_id: m.externalId,
-        message: m.text,
-        metadata: { ...m.metadata, channel_connection_id: c.id },
-        ...(m.name ? { customer: { name: m.name } } : {}),
-        provider_message_id: m.providerMessageId,
+      // The intake of POST /v1/messages (inbound-state.ts): one organization's flood through its
+      // provider waits its turn there while other organizations' messages are recorded.
+      const received = await services.intake.run(c.organizationId, async () => {
+        // Before the message: an execution it resumes may answer at once, inside the window it opens.
+        await recordInboundTime(em, c.id, m.externalId, m.sentAt);
+        return await receiveMessage(services, c.organizationId, {
+          channel: c.channel,
+          customer_id: m.externalId,
+          message: m.text,
+          metadata: { ...m.metadata, channel_connection_id: c.id },
+          ...(m.name ? { customer: { name: m.name } } : {}),
+          provider_message_id: m.providerMessageId,
+        });
       });
       if (received.duplicate) summary.duplicates++;
       else summary.messages++;
