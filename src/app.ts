@@ -34,7 +34,7 @@ import { oauthClientRoutes } from './modules/oauth/oauth-client.routes';
 import { oauthMiddleware } from './modules/oauth/oauth-server';
 import { registerOAuthDocs } from './modules/oauth/oauth.docs';
 import { customerRoutes } from './modules/customers/customer.routes';
-import { handoffRoutes } from './modules/customers/handoff.routes';
+import { handoffRoutes } from './modules/handoffs/handoff.routes';
 import { executionRoutes } from './modules/executions/execution.routes';
 import { inboundRoutes } from './modules/inbound/message.routes';
 import { replayRoutes } from './modules/replays/replay.routes';

@@ -10,6 +10,7 @@
  */
 import { nonTextMessageText } from '../../../temporal/executions.shared';
 import { z } from '../../http/zod';
+import type { DeliveryStatus } from '../conversations/message-deliveries';
 
 /** A customer message as `receiveMessage` takes it, plus when Meta says it was sent. */
 export interface MetaInboundMessage {
@@ -21,7 +22,7 @@ export interface MetaInboundMessage {
   sentAt: Date;
 }
 
-export type DeliveryStatus = 'sent' | 'delivered' | 'read' | 'failed';
+export type { DeliveryStatus };
 
 export interface MetaStatusUpdate {
   providerMessageId: string;
