@@ -49,7 +49,7 @@ import { webhookRoutes } from './modules/webhooks/webhook.routes';
 import { analyticsRoutes } from './modules/analytics/analytics.routes';
 import { channelRoutes } from './modules/channels/channel.routes';
 import { channelHooksRouter, registerChannelHookDocs } from './modules/channels/channel-hooks.routes';
-import { registerVoiceHookDocs, voiceHooks } from './modules/voice/voice-hooks.routes';
+import { registerVoiceHookDocs, voiceHooks } from './modules/channels/providers/twilio_voice/voice-hooks.routes';
 import { registerWebhookEventDocs } from './modules/webhooks/webhook.events-doc';
 import type { Services } from './services';
 import { readinessChecks } from './readiness';

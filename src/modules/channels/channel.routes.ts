@@ -14,7 +14,7 @@ import {
   ChannelListQuery,
   ChannelTestOut,
 } from './channel.schemas';
-import { voiceHookUrl } from '../voice/voice-hook-url';
+import { voiceHookUrl } from './providers/twilio_voice/voice-hook-url';
 import { ChannelService, isMetaConnection } from './channel.service';
 
 export function channelRoutes(services: Services): AnyRoute[] {

@@ -13,7 +13,7 @@ import { newId, randomBase62 } from '../../ids';
 import { secretBoxOf } from '../../secrets';
 import { ChannelConnection, type ChannelConnectionType, type ChannelSecretName } from './channel.entity';
 import type { ChannelConnectionIn, ChannelConnectionUpdate } from './channel.schemas';
-import { fetchTwilioAccount } from '../voice/twilio-api';
+import { fetchTwilioAccount } from './providers/twilio_voice/twilio-api';
 import { fetchGraphNode, GraphError } from './meta-graph';
 
 export const channelNotFound = () => notFound('CHANNEL_NOT_FOUND', 'Channel connection');
