@@ -23,7 +23,7 @@ import type { ExecutionContext } from '../executions/execution.recorder';
 import type { ExecutionSink, SendReceipt } from '../executions/execution-sink';
 import { ChannelConnection } from './channel.entity';
 import { ChannelService } from './channel.service';
-import { GraphError, sendInstagram, sendWhatsApp } from './meta-graph';
+import { GraphError, sendInstagram, sendWhatsApp } from './providers/meta/meta-graph';
 import { customerServiceWindowMsOf } from '../../config';
 import { inboundConnectionSql, recipientOf, recordSent } from './message-status.writes';
 

@@ -14,7 +14,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../../ids';
 import { insertEventsSql } from '../events/outbox';
-import type { MetaStatusUpdate } from './meta-hook-payloads';
+import type { MetaStatusUpdate } from './providers/meta/meta-hook-payloads';
 
 type Sql = Pick<EntityManager, 'getConnection'>;
 const run = <T>(em: Sql, sql: string, params: unknown[]) => em.getConnection().execute<T[]>(sql, params);
