@@ -1,5 +1,6 @@
 /**
- * The layering rules of docs/architecture.md, checked by `npm run lint:deps` and `npm test`.
+ * The layering rules of docs/architecture.md, checked by `npm run lint:deps` and `npm test`
+ * (the rule on loops between module folders is in .dependency-cruiser.modules.cjs).
  * Paths are patterns, not file lists, so moving files inside a module keeps them in force.
  */
 /** @type {import('dependency-cruiser').IConfiguration} */

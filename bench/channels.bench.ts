@@ -22,7 +22,7 @@ import { loadConfig } from '../src/config';
 import { createOrm, migrate } from '../src/db/orm';
 import { entities } from '../src/entities';
 import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
-import { readWhatsAppHook } from '../src/modules/channels/meta-hook-payloads';
+import { readWhatsAppHook } from '../src/modules/channels/providers/meta/meta-hook-payloads';
 import { closeServices, createServices } from '../src/services';
 import { generateSecretsKey } from '../src/secrets';
 import { createActivities } from '../temporal/activities';

@@ -37,7 +37,7 @@ import { loadConfig } from '../src/config';
 import { createOrm, migrate } from '../src/db/orm';
 import { entities } from '../src/entities';
 import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
-import { runExecutionReconciler } from '../src/modules/executions/execution.reconciler';
+import { runExecutionReconciler } from '../src/reconciler';
 import { closeServices, createServices } from '../src/services';
 import { generateSecretsKey } from '../src/secrets';
 import { createActivities } from '../temporal/activities';

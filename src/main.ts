@@ -15,7 +15,7 @@ import { entities } from './entities';
 import { createLogger } from './logger';
 import { closeServices, createServices } from './services';
 import { EventDispatcher } from './modules/webhooks/event-dispatcher';
-import { runExecutionReconciler } from './modules/executions/execution.reconciler';
+import { runExecutionReconciler } from './reconciler';
 import { purgeExpiredOAuthModels } from './modules/oauth/oauth-adapter';
 import { ensureFileExpirySchedule } from './modules/files/file-expiry.schedule';
 import { createActivities } from '../temporal/activities';

@@ -1,5 +1,5 @@
 /**
- * Owns what a phone call shares between the voice hook (src/modules/voice/) and the
+ * Owns what a phone call shares between the voice hook (src/modules/channels/providers/twilio_voice/) and the
  * execution workflow: the `voiceTurn` update and the `callEnded` signal, the shape of what
  * the execution says, and the reading of spoken form replies. Workflow code imports this
  * file, so it imports nothing but @temporalio/workflow.

@@ -31,7 +31,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Services } from '../../src/services';
 import { failpoint } from '../../src/failpoints';
 import { endpointsFromConfig, ProviderError } from '../../src/failures';
-import { ChannelRejectedError } from '../../src/modules/executions/channel-adapter';
+import { ChannelRejectedError } from '../../src/modules/channels/fallback-adapter';
 import type { ExecutionContext, ExecutionSink, RunCompletion, SinkMessage, StepRecord } from '../../src/modules/executions/execution-sink';
 import { reopenAfterReset } from '../../src/modules/executions/execution.recorder';
 import {

@@ -1,6 +1,6 @@
-/** Owns the handoff timer's activity: ending a handoff whose `until` passed (src/modules/customers/handoff.service.ts). */
+/** Owns the handoff timer's activity: ending a handoff whose `until` passed (src/modules/handoffs/handoff.service.ts). */
 import type { Services } from '../../src/services';
-import { expireHandoff } from '../../src/modules/customers/handoff.service';
+import { expireHandoff } from '../../src/modules/handoffs/handoff.service';
 import type { HandoffExpiryInput } from '../handoffs.shared';
 
 export function createHandoffActivities(deps: { services: Services }) {

@@ -9,6 +9,8 @@ import { createDebounceActivities } from './debounce.activities';
 import { createDryRunActivities } from './dry-runs.activities';
 import { createExecutionActivities } from './executions.activities';
 import { liveExecutionSink } from '../../src/modules/executions/execution-sink';
+import { executionSender } from '../../src/modules/channels/channel-delivery';
+import { LOW_CONFIDENCE, startHandoff } from '../../src/modules/handoffs/handoff.service';
 import { createHandoffActivities } from './handoffs.activities';
 import { createExportActivities } from './exports.activities';
 import { createFileExpiryActivities } from './file-jobs.activities';
@@ -25,10 +27,23 @@ export interface ActivityDeps {
   services: Services;
 }
 
+/**
+ * The live sink of executions, wired here: its send comes from channels and its handoff from
+ * handoffs, two modules above executions that executions therefore never imports.
+ */
+function liveSink(services: Services) {
+  return liveExecutionSink(services, {
+    send: executionSender(services),
+    handOff: async (ctx) => {
+      await startHandoff(services, { organizationId: ctx.organizationId, customerId: ctx.customerId, reason: LOW_CONFIDENCE, executionId: ctx.executionId });
+    },
+  });
+}
+
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createConnectivityActivities(),
-    ...createExecutionActivities({ services: deps.services, sink: liveExecutionSink(deps.services) }),
+    ...createExecutionActivities({ services: deps.services, sink: liveSink(deps.services) }),
     ...createTriggerActivities({ services: deps.services }),
     ...createWebhookActivities({ services: deps.services }),
     ...createExportActivities({ services: deps.services }),

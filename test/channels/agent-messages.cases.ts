@@ -6,7 +6,7 @@
  * refuses it before anything is recorded or sent.
  */
 import { createActivities } from '../../temporal/activities';
-import { reconcileOnce } from '../../src/modules/executions/execution.reconciler';
+import { reconcileOnce } from '../../src/reconciler';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { type ChannelProvider, startChannelProvider } from '../helpers/channel-provider';
 import { type FakeMeta, graphError, hubSignature, startFakeMeta, whatsAppStatus, whatsAppText } from '../helpers/fake-meta';

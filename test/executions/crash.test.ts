@@ -14,7 +14,7 @@
  *
  * Every wait is bounded and polls for a state (never a sleep that assumes timing).
  */
-import { reconcileOnce } from '../../src/modules/executions/execution.reconciler';
+import { reconcileOnce } from '../../src/reconciler';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { startChannelProvider } from '../helpers/channel-provider';
 import { freePort, type SpawnedProcess, spawnService } from '../helpers/process';

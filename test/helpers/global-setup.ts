@@ -154,6 +154,7 @@ function startStaticChecks(): Promise<unknown> {
   return Promise.all([
     check('npm run typecheck', 'npm', ['run', '--silent', 'typecheck']),
     check('the import rules (npm run lint:deps)', bin('depcruise'), ['src', 'temporal', '--config', '.dependency-cruiser.cjs', '--output-type', 'err']),
+    check('the module-folder loops (npm run lint:deps)', bin('depcruise'), ['src', '--config', '.dependency-cruiser.modules.cjs', '--output-type', 'err']),
   ]);
 }
 

@@ -18,7 +18,7 @@ import { type ChannelProvider, startChannelProvider } from '../helpers/channel-p
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy';
 import { connectTestClient, startTestWorker, temporalAddress, type TestWorker } from '../helpers/temporal';
 import { waitFor } from '../helpers/wait';
-import { reconcileOnce } from '../../src/modules/executions/execution.reconciler';
+import { reconcileOnce } from '../../src/reconciler';
 import { createActiveWorkflow } from '../executions/helpers';
 
 describe('dependency outages', () => {

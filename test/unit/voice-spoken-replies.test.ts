@@ -1,7 +1,7 @@
 /** How a spoken form reply is read before validation (temporal/voice.shared.ts), and what the TwiML builder makes of a turn. */
 import { validateFormReply } from '../../temporal/executions.shared';
 import { normalizeSpokenReply } from '../../temporal/voice.shared';
-import { pauseTwiml, turnTwiml } from '../../src/modules/voice/voice-twiml';
+import { pauseTwiml, turnTwiml } from '../../src/modules/channels/providers/twilio_voice/voice-twiml';
 import { parseTwiml } from '../helpers/fake-twilio';
 
 const field = (type: 'email' | 'phone' | 'rating' | 'nps' | 'number' | 'text') => ({ name: 'f', type, required: true, label: 'F?' });

@@ -30,7 +30,7 @@ import { ConversationMessage } from '../conversations/message.entity';
 import { Customer } from '../customers/customer.entity';
 import { countOutboundMessageSql } from '../customers/customer.writes';
 import { insertEventsSql } from '../events/outbox';
-import { ChannelRejectedError, channelAdapterFor } from '../executions/channel-adapter';
+import { ChannelRejectedError, channelAdapterFor } from './fallback-adapter';
 import { claimOneSql, dispatchStart, type StartKind } from '../starts/durable-start';
 import { ChannelDelivery } from './channel-delivery';
 import { ChannelConnection } from './channel.entity';

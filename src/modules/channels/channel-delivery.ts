@@ -18,11 +18,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ChannelErrorTypes } from '../../../temporal/failure-types';
 import type { MessageTemplateSpec, PromptChoices } from '../../../temporal/executions.shared';
 import type { Services } from '../../services';
-import { ChannelRejectedError } from '../executions/channel-adapter';
+import { ChannelRejectedError, channelAdapterFor } from './fallback-adapter';
 import type { ExecutionContext } from '../executions/execution.recorder';
+import type { ExecutionSink, SendReceipt } from '../executions/execution-sink';
 import { ChannelConnection } from './channel.entity';
 import { ChannelService } from './channel.service';
-import { GraphError, sendInstagram, sendWhatsApp } from './meta-graph';
+import { GraphError, sendInstagram, sendWhatsApp } from './providers/meta/meta-graph';
 import { customerServiceWindowMsOf } from '../../config';
 import { inboundConnectionSql, recipientOf, recordSent } from './message-status.writes';
 
@@ -41,9 +42,7 @@ export interface ChannelSend {
  * (epoch ms; only for a Meta connection sent to inside its window, whose replies must arrive
  * before it closes).
  */
-export interface ChannelSendReceipt {
-  windowClosesAt?: number;
-}
+export type ChannelSendReceipt = SendReceipt;
 
 /** Who a send is for: an execution's context, or an agent message's (no execution). */
 export type SendTarget = Pick<ExecutionContext, 'organizationId' | 'customerId'> & { executionId: string | null };
@@ -237,4 +236,46 @@ export class ChannelDelivery {
     if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) throw new ChannelRejectedError(res.status, `channel provider answered ${res.status}`);
     throw new Error(`channel provider answered ${res.status}`);
   }
+}
+
+/**
+ * The live execution sink's send (handed to it by the worker's composition,
+ * temporal/activities/index.ts): an organization's own connection first; without any, the
+ * development fallback adapter (fallback-adapter.ts).
+ */
+export function executionSender(services: Services): ExecutionSink['deliver'] {
+  const em = () => services.orm.em.fork() as EntityManager;
+  const adapter = channelAdapterFor(services.config);
+  const channels = new ChannelDelivery(services);
+
+  const externalIdOf = async (ctx: ExecutionContext): Promise<string | null> => {
+    if (!ctx.customerId) return null;
+    const [row] = await em().execute<Array<{ external_id: string }>>('select external_id from customers where id = ?', [ctx.customerId]);
+    return row?.external_id ?? null;
+  };
+
+  // Read only: the twilio_voice provider owns voice_calls.
+  const isPhoneCall = async (executionId: string): Promise<boolean> =>
+    (await em().execute<unknown[]>('select 1 from voice_calls where execution_id = ? limit 1', [executionId])).length > 0;
+
+  return async (ctx, msg) => {
+    // A call hears its messages in the TwiML answers of the voice hook (providers/twilio_voice): the
+    // transcript row is the delivery. Other voice-channel conversations go through the provider.
+    if (ctx.channel === 'voice' && (await isPhoneCall(ctx.executionId))) return;
+    const connection = await channels.connectionFor(ctx);
+    if (connection) return await channels.send(connection, ctx, msg);
+    if (adapter.name === 'transcript' && services.config.NODE_ENV === 'production') {
+      throw new ChannelRejectedError(0, `no ${ctx.channel} connection in this organization (POST /v1/channels)`, ChannelErrorTypes.notConnected);
+    }
+    await adapter.deliver({
+      dedupeKey: msg.dedupeKey,
+      organizationId: ctx.organizationId,
+      channel: ctx.channel,
+      customerId: ctx.customerId,
+      externalId: adapter.name === 'http' ? await externalIdOf(ctx) : null,
+      executionId: ctx.executionId,
+      nodeId: msg.nodeId,
+      text: msg.text,
+    });
+  };
 }

@@ -1,33 +1,32 @@
 /**
- * Owns the inbound side of Meta connections: `{BASE_URL}/hooks/channels/{channel_id}`,
- * outside /v1 and its API-key pipeline; the provider proves itself instead.
+ * Owns the one inbound hook of channel connections: `{BASE_URL}/hooks/channels/{channel_id}`,
+ * outside /v1 and its API-key pipeline; the request is handed to the connection's provider
+ * (providers/index.ts), which proves it came from the provider instead.
  *
- * - GET: Meta's subscription handshake. `hub.mode=subscribe` with the connection's verify
- *   token answers the `hub.challenge` as text/plain; anything else 403.
- * - POST: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(app_secret, raw body)>`, compared in
- *   constant time; missing or wrong is 401 and nothing is recorded. The body bounds of the
- *   input guard (size, nesting, NUL) apply before, as for trigger hooks. Each customer
- *   message goes through `receiveMessage`, the very path of `POST /v1/messages` (keyword
- *   triggers, form replies, customer creation, redeliveries by provider message id); each
+ * - GET: the provider's subscription handshake (Meta: providers/meta/meta-hook.ts).
+ * - POST: the provider's signature rules (401 and nothing recorded when they fail), then its
+ *   parse of the body. The body bounds of the input guard (size, nesting, NUL) apply before,
+ *   as for trigger hooks. Each customer
+ *   message goes through the per-organization intake and `receiveMessage`, the very path of
+ *   `POST /v1/messages` (fair share, keyword triggers, form replies, customer creation,
+ *   redeliveries by provider message id); each
  *   WhatsApp delivery status moves its outbound message forward. The answer is 200 as soon
  *   as the rows are committed; a message that cannot be processed is logged and still
  *   acknowledged, or Meta would redeliver the body for days.
  */
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { AppError } from '../../http/errors';
 import { ErrorOut, type OpenAPIRegistry, responseHeaders } from '../../http/openapi';
-import { constantTimeEqual, signBody } from '../../http/signature';
 import { z } from '../../http/zod';
 import type { Services } from '../../services';
 import type { InboundServices } from '../inbound/inbound-state';
 import { receiveMessage } from '../inbound/message.service';
-import type { ChannelConnection } from './channel.entity';
-import { ChannelService, channelNotFound, isMetaConnection } from './channel.service';
-import { type MetaHookContent, MetaHookEnvelope, readInstagramHook, readWhatsAppHook } from './meta-hook-payloads';
+import type { ChannelConnection, ChannelSecretName } from './channel.entity';
+import type { ChannelHook, HookRequest, ParsedHook } from './channel-provider';
+import { providerOf } from './providers';
+import { ChannelService, channelNotFound } from './channel.service';
 import { applyDeliveryStatus, recordInboundTime } from './message-status.writes';
 
-export const HUB_SIGNATURE_HEADER = 'x-hub-signature-256';
 const ID_PATTERN = /^chn_[A-Za-z0-9]{1,60}$/;
 
 export function channelHooksRouter(services: InboundServices): Router {
@@ -37,49 +36,41 @@ export function channelHooksRouter(services: InboundServices): Router {
   return router;
 }
 
-async function metaConnection(services: Services, id: string): Promise<{ svc: ChannelService; connection: ChannelConnection }> {
+/** The connection and its provider's hook; 404 for a connection whose provider has no hook here. */
+async function hookedConnection(services: Services, id: string): Promise<{ hook: ChannelHook; connection: ChannelConnection; secret: (name: ChannelSecretName) => string | undefined }> {
   if (!ID_PATTERN.test(id)) throw channelNotFound();
   const svc = new ChannelService(services.orm.em.fork(), services.config);
   const connection = await svc.getForHook(id);
-  if (!isMetaConnection(connection)) throw channelNotFound();
-  return { svc, connection };
+  const hook = providerOf(connection.type).hook;
+  if (!hook) throw channelNotFound();
+  return { hook, connection, secret: (name) => svc.openSecret(connection, name) };
+}
+
+function hookRequest(ctx: Context): HookRequest {
+  // koa-body 8 with includeUnparsed keeps the exact text received at `ctx.request.rawBody`.
+  const rawBody = (ctx.request as { rawBody?: unknown }).rawBody;
+  return { query: ctx.query, header: (name) => ctx.get(name), rawBody: typeof rawBody === 'string' ? rawBody : '', body: ctx.request.body };
 }
 
 async function handshake(ctx: Context, services: Services): Promise<void> {
-  const { svc, connection } = await metaConnection(services, String(ctx.params.channel_id ?? ''));
-  const q = ctx.query;
-  const token = typeof q['hub.verify_token'] === 'string' ? q['hub.verify_token'] : '';
-  const challenge = typeof q['hub.challenge'] === 'string' ? q['hub.challenge'] : '';
-  const expected = svc.openSecret(connection, 'verify_token') ?? '';
-  if (q['hub.mode'] !== 'subscribe' || !challenge || !expected || !constantTimeEqual(token, expected)) {
-    throw new AppError(403, 'INVALID_VERIFY_TOKEN', 'hub.mode must be subscribe and hub.verify_token the connection’s verify token');
-  }
+  const { hook, secret } = await hookedConnection(services, String(ctx.params.channel_id ?? ''));
+  const answer = hook.handshake(hookRequest(ctx), secret);
   ctx.status = 200;
-  ctx.type = 'text/plain';
-  ctx.body = challenge.slice(0, 1000);
+  ctx.type = answer.type;
+  ctx.body = answer.body;
 }
 
 async function receive(ctx: Context, services: InboundServices): Promise<void> {
-  const { svc, connection } = await metaConnection(services, String(ctx.params.channel_id ?? ''));
-  // koa-body 8 with includeUnparsed keeps the exact text received at `ctx.request.rawBody`.
-  const rawBody = (ctx.request as { rawBody?: unknown }).rawBody;
-  const raw = typeof rawBody === 'string' ? rawBody : '';
-  const signature = ctx.get(HUB_SIGNATURE_HEADER).trim().toLowerCase();
-  if (!signature) throw new AppError(401, 'INVALID_SIGNATURE', 'X-Hub-Signature-256 is required');
-  const appSecret = svc.openSecret(connection, 'app_secret') ?? '';
-  if (!appSecret || !constantTimeEqual(signature, `sha256=${signBody(appSecret, raw)}`)) {
-    throw new AppError(401, 'INVALID_SIGNATURE', 'X-Hub-Signature-256 does not match the body signed with the app secret');
-  }
-  const envelope = MetaHookEnvelope.safeParse(ctx.request.body);
-  if (!envelope.success) throw new AppError(400, 'INVALID_REQUEST', 'The body must be a Meta webhook object: {object, entry: [...]}');
-  const expectedObject = connection.type === 'whatsapp_cloud' ? 'whatsapp_business_account' : 'instagram';
+  const { hook, connection, secret } = await hookedConnection(services, String(ctx.params.channel_id ?? ''));
+  const req = hookRequest(ctx);
+  hook.verify(req, secret);
+  const { items, content } = hook.parse(connection, req.body);
   const log = services.logger.child({ channel_connection_id: connection.id, request_id: ctx.state.requestId ?? null });
   const summary = { messages: 0, duplicates: 0, statuses: 0, ignored: 0, failed: 0 };
-  if (envelope.data.object !== expectedObject || connection.status === 'disabled') {
-    log.warn({ object: envelope.data.object, status: connection.status }, 'channel hook body not for this connection, or the connection is disabled: acknowledged, ignored');
-    summary.ignored = envelope.data.entry.length;
+  if (!content || connection.status === 'disabled') {
+    log.warn({ type: connection.type, status: connection.status }, 'channel hook body not for this connection, or the connection is disabled: acknowledged, ignored');
+    summary.ignored = items;
   } else {
-    const content = connection.type === 'whatsapp_cloud' ? readWhatsAppHook(envelope.data.entry) : readInstagramHook(envelope.data.entry);
     await processContent(services, connection, content, summary, log);
   }
   ctx.status = 200;
@@ -88,20 +79,24 @@ async function receive(ctx: Context, services: InboundServices): Promise<void> {
 
 type Summary = { messages: number; duplicates: number; statuses: number; ignored: number; failed: number };
 
-async function processContent(services: InboundServices, c: ChannelConnection, content: MetaHookContent, summary: Summary, log: Services['logger']) {
+async function processContent(services: InboundServices, c: ChannelConnection, content: ParsedHook, summary: Summary, log: Services['logger']) {
   summary.ignored += content.ignored;
   const em = services.orm.em.fork();
   for (const m of content.messages) {
     try {
-      // Before the message: an execution it resumes may answer at once, inside the window it opens.
-      await recordInboundTime(em, c.id, m.externalId, m.sentAt);
-      const received = await receiveMessage(services, c.organizationId, {
-        channel: c.channel,
-        customer_id: m.externalId,
-        message: m.text,
-        metadata: { ...m.metadata, channel_connection_id: c.id },
-        ...(m.name ? { customer: { name: m.name } } : {}),
-        provider_message_id: m.providerMessageId,
+      // The intake of POST /v1/messages (inbound-state.ts): one organization's flood through its
+      // provider waits its turn there while other organizations' messages are recorded.
+      const received = await services.intake.run(c.organizationId, async () => {
+        // Before the message: an execution it resumes may answer at once, inside the window it opens.
+        await recordInboundTime(em, c.id, m.externalId, m.sentAt);
+        return await receiveMessage(services, c.organizationId, {
+          channel: c.channel,
+          customer_id: m.externalId,
+          message: m.text,
+          metadata: { ...m.metadata, channel_connection_id: c.id },
+          ...(m.name ? { customer: { name: m.name } } : {}),
+          provider_message_id: m.providerMessageId,
+        });
       });
       if (received.duplicate) summary.duplicates++;
       else summary.messages++;

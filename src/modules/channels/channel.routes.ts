@@ -14,8 +14,8 @@ import {
   ChannelListQuery,
   ChannelTestOut,
 } from './channel.schemas';
-import { voiceHookUrl } from '../voice/voice-hook-url';
-import { ChannelService, isMetaConnection } from './channel.service';
+import { ChannelService } from './channel.service';
+import { providerOf } from './providers';
 
 export function channelRoutes(services: Services): AnyRoute[] {
   const svc = () => new ChannelService(services.orm.em.fork(), services.config);
@@ -26,7 +26,7 @@ export function channelRoutes(services: Services): AnyRoute[] {
     name: c.name,
     status: c.status,
     config: { ...c.config },
-    webhook_url: isMetaConnection(c) ? `${services.config.BASE_URL}/hooks/channels/${c.id}` : c.type === 'twilio_voice' ? voiceHookUrl(services.config, c.id) : null,
+    webhook_url: providerOf(c.type).webhookUrl?.(services.config, c.id) ?? null,
     created_at: c.createdAt.toISOString(),
     updated_at: c.updatedAt.toISOString(),
   });

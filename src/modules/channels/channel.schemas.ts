@@ -2,7 +2,7 @@
 import { paginationQuery } from '../../http/pagination';
 import { z } from '../../http/zod';
 import { Channel } from '../workflows/workflow.schemas';
-import { TwilioVoiceConfig, TwilioVoiceConfigUpdate } from '../voice/voice.schemas';
+import { TwilioVoiceConfig, TwilioVoiceConfigUpdate } from './providers/twilio_voice/voice.schemas';
 import { CHANNEL_CONNECTION_STATUSES, CHANNEL_CONNECTION_TYPES } from './channel.entity';
 
 const Name = z.string().trim().min(1).max(200);

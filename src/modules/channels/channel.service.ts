@@ -12,26 +12,19 @@ import { offsetOf, type Page } from '../../http/pagination';
 import { newId, randomBase62 } from '../../ids';
 import { secretBoxOf } from '../../secrets';
 import { ChannelConnection, type ChannelConnectionType, type ChannelSecretName } from './channel.entity';
+import { providerOf } from './providers';
 import type { ChannelConnectionIn, ChannelConnectionUpdate } from './channel.schemas';
-import { fetchTwilioAccount } from '../voice/twilio-api';
-import { fetchGraphNode, GraphError } from './meta-graph';
+import { fetchTwilioAccount } from './providers/twilio_voice/twilio-api';
+import { fetchGraphNode, GraphError } from './providers/meta/meta-graph';
 
 export const channelNotFound = () => notFound('CHANNEL_NOT_FOUND', 'Channel connection');
 const nameTaken = () => conflict('CHANNEL_ALREADY_EXISTS', 'A channel connection with this name already exists', 'name');
 
-/** Which config fields each type shows, and which it keeps sealed. */
-const FIELDS: Record<ChannelConnectionType, { shown: string[]; secret: ChannelSecretName[] }> = {
-  whatsapp_cloud: { shown: ['phone_number_id'], secret: ['access_token', 'app_secret'] },
-  instagram: { shown: ['instagram_account_id'], secret: ['access_token', 'app_secret'] },
-  http: { shown: ['url', 'channel'], secret: ['secret'] },
-  twilio_voice: { shown: ['account_sid', 'phone_number'], secret: ['auth_token'] },
-};
 
 /** Graph's node of a Meta connection: the phone number or the Instagram account. */
 export const graphNodeOf = (c: ChannelConnection): string | undefined =>
   c.type === 'whatsapp_cloud' ? c.config.phone_number_id : c.type === 'instagram' ? c.config.instagram_account_id : undefined;
 
-export const isMetaConnection = (c: ChannelConnection) => c.type === 'whatsapp_cloud' || c.type === 'instagram';
 
 const newVerifyToken = () => randomBase62(32);
 
@@ -53,8 +46,8 @@ export class ChannelService {
     const sealed: Partial<Record<ChannelSecretName, string>> = {};
     for (const [k, v] of Object.entries(config)) {
       if (v === undefined) continue;
-      if (FIELDS[type].shown.includes(k)) shown[k] = String(v);
-      else if ((FIELDS[type].secret as string[]).includes(k)) sealed[k as ChannelSecretName] = this.box.seal(String(v));
+      if (providerOf(type).fields.shown.includes(k)) shown[k] = String(v);
+      else if ((providerOf(type).fields.secret as string[]).includes(k)) sealed[k as ChannelSecretName] = this.box.seal(String(v));
       else throw invalid(`config.${k} is not a field of ${type} connections`, `config.${k}`);
     }
     return { shown, sealed };

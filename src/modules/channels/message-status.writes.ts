@@ -14,7 +14,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../../ids';
 import { insertEventsSql } from '../events/outbox';
-import type { DeliveryStatus, MetaStatusUpdate } from './meta-hook-payloads';
+import type { MetaStatusUpdate } from './providers/meta/meta-hook-payloads';
 
 type Sql = Pick<EntityManager, 'getConnection'>;
 const run = <T>(em: Sql, sql: string, params: unknown[]) => em.getConnection().execute<T[]>(sql, params);
@@ -54,13 +54,6 @@ export async function recordSent(em: Sql, d: { organizationId: string; connectio
      on conflict do nothing`,
     [d.connectionId, d.providerMessageId, d.organizationId, d.dedupeKey],
   );
-}
-
-export interface DeliveryRecord {
-  delivery_status: DeliveryStatus;
-  delivered_at: Date | null;
-  read_at: Date | null;
-  error: { code: number | null; title: string | null; message: string | null } | null;
 }
 
 /**
@@ -109,18 +102,4 @@ export async function applyDeliveryStatus(em: Sql, organizationId: string, conne
     ],
   );
   return rows[0]?.changed === true;
-}
-
-/** The delivery records of transcript messages, by dedupe key (outbound messages sent through a connection only). */
-export async function deliveriesOf(em: Sql, organizationId: string, dedupeKeys: string[]): Promise<Map<string, DeliveryRecord>> {
-  const out = new Map<string, DeliveryRecord>();
-  if (dedupeKeys.length === 0) return out;
-  const rows = await run<DeliveryRecord & { dedupe_key: string }>(
-    em,
-    `select dedupe_key, status as delivery_status, delivered_at, read_at, error from channel_deliveries
-      where organization_id = ? and dedupe_key in (${dedupeKeys.map(() => '?').join(', ')})`,
-    [organizationId, ...dedupeKeys],
-  );
-  for (const r of rows) out.set(r.dedupe_key, r);
-  return out;
 }

@@ -7,8 +7,8 @@ import { type ConversationMessage, senderOf } from '../conversations/message.ent
 import type { Customer } from './customer.entity';
 import { CustomerListQuery, CustomerOut, CustomerParams, CustomerUpdateIn, TranscriptMessageOut, TranscriptQuery } from './customer.schemas';
 import { CustomerService } from './customer.service';
-import { currentHandoff, currentHandoffs, type HandoffView } from './handoff.service';
-import { type DeliveryRecord, deliveriesOf } from '../channels/message-status.writes';
+import { currentHandoff, currentHandoffs, type HandoffView } from './handoff.reads';
+import { type DeliveryRecord, deliveriesOf } from '../conversations/message-deliveries';
 
 const CUSTOMER_NOT_FOUND: [number, string] = [404, 'CUSTOMER_NOT_FOUND'];
 

@@ -3,7 +3,8 @@
  * the customer and every write an execution makes (steps, transcript, form waits, the
  * completion, with their webhook events and, through the row triggers, the analytics).
  *
- * The live sink is the channel adapter plus the recorder. A dry run's sink
+ * The live sink is the send function the worker's composition hands it (channels) plus the
+ * recorder. A dry run's sink
  * (src/modules/dry-runs/dry-run.sink.ts) delivers nothing and writes only the dry run's own
  * tables. `createExecutionActivities` receives one sink and imports neither the adapter
  * nor the recorder, so an activity (a new node type included) has no other way to send or
@@ -12,11 +13,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { hotExecutor, type SqlRunner } from '../../db/hot-query';
 import type { Services } from '../../services';
-import { ChannelErrorTypes } from '../../../temporal/failure-types';
 import type { MessageTemplateSpec, PromptChoices } from '../../../temporal/executions.shared';
-import { ChannelDelivery, type ChannelSendReceipt } from '../channels/channel-delivery';
-import { ChannelRejectedError, channelAdapterFor } from './channel-adapter';
-import { LOW_CONFIDENCE, startHandoff } from '../customers/handoff.service';
 import {
   clearWaiting,
   closeWait,
@@ -53,6 +50,14 @@ export interface RunCompletion extends Omit<Completion, 'status'> {
   status: Completion['status'] | 'waiting_for_input';
 }
 
+/**
+ * What a send says back: when the customer service window closes, if the connection has one
+ * (a form's wait then ends before it closes).
+ */
+export interface SendReceipt {
+  windowClosesAt?: number;
+}
+
 export interface ExecutionSink {
   readonly mode: 'live' | 'dry_run';
   /** The steps among `nodeIds` that earlier attempts recorded (their outputs, as stored), and whether the execution still runs. */
@@ -61,7 +66,7 @@ export interface ExecutionSink {
    * Sends one message to the customer, outside the service. Throws the provider's errors as
    * they come. Says when the customer service window closes if the connection has one.
    */
-  deliver(ctx: ExecutionContext, msg: SinkMessage): Promise<ChannelSendReceipt | void>;
+  deliver(ctx: ExecutionContext, msg: SinkMessage): Promise<SendReceipt | void>;
   /**
    * Records a sent node message and the node's completed step, once; returns the step's
    * stored output, and whether the execution still ran as it was written (what the next
@@ -100,23 +105,23 @@ function finalCompletion(ctx: ExecutionContext, completion: RunCompletion): Comp
   return { ...completion, status, byRun: true };
 }
 
+/**
+ * What the live sink does outside executions' own tables, handed in by the worker's
+ * composition (temporal/activities/index.ts), so executions imports neither channels nor
+ * handoffs (both sit above it).
+ */
+export interface LiveSinkWiring {
+  /** Sends a node's message to the customer (channels/channel-delivery.ts, `executionSender`). */
+  send: ExecutionSink['deliver'];
+  /** Hands the execution's customer to a person (handoffs/handoff.service.ts, `startHandoff`). */
+  handOff(ctx: ExecutionContext & { customerId: string }): Promise<void>;
+}
+
 /** Real delivery and the real records: what every execution of a customer's conversation uses. */
-export function liveExecutionSink(services: Services): ExecutionSink {
+export function liveExecutionSink(services: Services, wiring: LiveSinkWiring): ExecutionSink {
   const em = () => services.orm.em.fork() as EntityManager;
   // A run's single statements (not its transactions) go through the hot pool: db/hot-query.ts.
   const hot = hotExecutor(services.hotPool);
-  const adapter = channelAdapterFor(services.config);
-  const channels = new ChannelDelivery(services);
-
-  const externalIdOf = async (ctx: ExecutionContext): Promise<string | null> => {
-    if (!ctx.customerId) return null;
-    const [row] = await em().execute<Array<{ external_id: string }>>('select external_id from customers where id = ?', [ctx.customerId]);
-    return row?.external_id ?? null;
-  };
-
-  // Read only (the voice module owns voice_calls); a read, not an import, keeps voice → executions one-way.
-  const isPhoneCall = async (executionId: string): Promise<boolean> =>
-    (await em().execute<unknown[]>('select 1 from voice_calls where execution_id = ? limit 1', [executionId])).length > 0;
 
   return {
     mode: 'live',
@@ -126,27 +131,7 @@ export function liveExecutionSink(services: Services): ExecutionSink {
       return { running: state.status === 'running', outputs: state.outputs };
     },
 
-    async deliver(ctx, msg) {
-      // A call hears its messages in the TwiML answers of the voice hook (src/modules/voice): the
-      // transcript row is the delivery. Other voice-channel conversations go through the provider.
-      if (ctx.channel === 'voice' && (await isPhoneCall(ctx.executionId))) return;
-      // An organization's own connection first (src/modules/channels); the adapter is the development default.
-      const connection = await channels.connectionFor(ctx);
-      if (connection) return await channels.send(connection, ctx, msg);
-      if (adapter.name === 'transcript' && services.config.NODE_ENV === 'production') {
-        throw new ChannelRejectedError(0, `no ${ctx.channel} connection in this organization (POST /v1/channels)`, ChannelErrorTypes.notConnected);
-      }
-      await adapter.deliver({
-        dedupeKey: msg.dedupeKey,
-        organizationId: ctx.organizationId,
-        channel: ctx.channel,
-        customerId: ctx.customerId,
-        externalId: adapter.name === 'http' ? await externalIdOf(ctx) : null,
-        executionId: ctx.executionId,
-        nodeId: msg.nodeId,
-        text: msg.text,
-      });
-    },
+    deliver: (ctx, msg) => wiring.send(ctx, msg),
 
     async recordSentStep(ctx, msg, step, completion) {
       const r = await recordSentStep(hot, ctx, msg, step, completion && finalCompletion(ctx, completion));
@@ -178,7 +163,7 @@ export function liveExecutionSink(services: Services): ExecutionSink {
 
     async handOff(ctx, step) {
       // The handoff first: a retry after a crash between the two finds it in force and keeps it.
-      await startHandoff(services, { organizationId: ctx.organizationId, customerId: ctx.customerId!, reason: LOW_CONFIDENCE, executionId: ctx.executionId });
+      await wiring.handOff({ ...ctx, customerId: ctx.customerId! });
       return (await this.recordFormStep(ctx, step)) === 'recorded' ? 'handed_off' : 'not_running';
     },
 

@@ -1,5 +1,5 @@
 /**
- * The inbound message of a customer in a handoff (customers/handoff.service.ts,
+ * The inbound message of a customer in a handoff (handoffs/handoff.service.ts,
  * docs/handoff.md): recorded (the customer counted, the message, `message.received`) and
  * nothing else: no execution starts, no waiting form is answered. ONE statement, which also
  * decides whether the handoff is in force: when it is not, it writes nothing and the message

@@ -9,7 +9,7 @@
  *    row's id, and stamps `temporal_started_at`;
  * 3. if the process dies between 1 and 2, or Temporal is unreachable, the row stays
  *    unstamped and the worker's reconciler (`reconcileStarts`, run for every kind by
- *    executions/execution.reconciler.ts) starts it later.
+ *    src/reconciler.ts) starts it later.
  *
  * A second start of the same id (a racing reconciler, a retry after a crash) never makes a
  * second run: the reuse policy is REJECT_DUPLICATE for every kind, and "already started" counts

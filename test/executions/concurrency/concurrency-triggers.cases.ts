@@ -6,7 +6,7 @@
  * no customer starts regardless. Real API, Temporal worker, reconciler and channel provider.
  */
 import { createActivities } from '../../../temporal/activities';
-import { runExecutionReconciler } from '../../../src/modules/executions/execution.reconciler';
+import { runExecutionReconciler } from '../../../src/reconciler';
 import { bearer, createTestApp, type TestApp } from '../../helpers/app';
 import { type ChannelProvider, startChannelProvider } from '../../helpers/channel-provider';
 import { startTestWorker, type TestWorker } from '../../helpers/temporal';

@@ -15,7 +15,7 @@
  *   meanwhile: it starts once the running one ends.
  */
 import { createActivities } from '../../../temporal/activities';
-import { runExecutionReconciler } from '../../../src/modules/executions/execution.reconciler';
+import { runExecutionReconciler } from '../../../src/reconciler';
 import { bearer, createTestApp, type TestApp } from '../../helpers/app';
 import { type ChannelProvider, startChannelProvider } from '../../helpers/channel-provider';
 import { startTestWorker, type TestWorker } from '../../helpers/temporal';

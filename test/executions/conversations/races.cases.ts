@@ -17,7 +17,7 @@
  */
 // First: lowers the form timeout minimum before the workflow schemas load.
 import '../../helpers/short-form-timeouts';
-import { reconcileOnce } from '../../../src/modules/executions/execution.reconciler';
+import { reconcileOnce } from '../../../src/reconciler';
 import { createActivities } from '../../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../../helpers/app';
 import { type ChannelProvider, startChannelProvider } from '../../helpers/channel-provider';

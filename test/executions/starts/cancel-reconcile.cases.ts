@@ -7,7 +7,7 @@
  * As in test/executions/conversations/races.cases.ts, "an API whose Temporal calls are lost" is a second app on the same
  * database whose client points at another namespace.
  */
-import { runExecutionReconciler, reconcileOnce } from '../../../src/modules/executions/execution.reconciler';
+import { runExecutionReconciler, reconcileOnce } from '../../../src/reconciler';
 import { createActivities } from '../../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../../helpers/app';
 import { startTestWorker, type TestWorker } from '../../helpers/temporal';

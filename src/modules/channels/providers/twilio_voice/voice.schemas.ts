@@ -1,5 +1,5 @@
 /** The config of `twilio_voice` channel connections (`/v1/channels`), and the voice workflow trigger. */
-import { z } from '../../http/zod';
+import { z } from '../../../../http/zod';
 
 const AccountSid = z
   .string()

@@ -9,7 +9,7 @@
  * - a turn that did not reach a wait in time → `<Pause length="1"/><Redirect>`.
  */
 import VoiceResponse from 'twilio/lib/twiml/VoiceResponse';
-import type { VoiceItem } from '../../../temporal/voice.shared';
+import type { VoiceItem } from '../../../../../temporal/voice.shared';
 
 type SayAttributes = VoiceResponse.SayAttributes;
 

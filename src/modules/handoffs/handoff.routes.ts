@@ -3,7 +3,7 @@ import { Answer, type AnyRoute, defineRoute } from '../../http/route';
 import { MessageOut } from '../../http/openapi';
 import { z } from '../../http/zod';
 import type { Services } from '../../services';
-import { CustomerParams, HandoffIn, HandoffOut } from './customer.schemas';
+import { CustomerParams, HandoffIn, HandoffOut } from '../customers/customer.schemas';
 import { endHandoff, startHandoff } from './handoff.service';
 
 export function handoffRoutes(services: Services): AnyRoute[] {

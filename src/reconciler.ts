@@ -7,19 +7,20 @@
  * confirmed, and re-sends the Temporal cancel of cancelled executions whose cancel was
  * never confirmed (all older than EXECUTION_RECONCILE_GRACE_MS, so it does not race the
  * API's own attempt). An execution promoted from its customer's queue is started as soon as
- * the database announces it (`wfa_promoted`), not at the next pass. It lives with executions, above the starts module it drives, so the
- * modules' imports keep running one way.
+ * the database announces it (`wfa_promoted`), not at the next pass. It lives beside the worker's
+ * composition that wires it (main.ts), above every module whose starts it drives, so no module
+ * imports another that sits above it to reconcile.
  */
-import { listenTo } from '../../db/listen';
-import { classifyError } from '../../failures';
-import type { Services } from '../../services';
-import { AGENT_MESSAGE_START } from '../channels/agent-messages';
-import { BURST_START } from '../debounce/burst-closer';
-import { reconcileStarts, type StartKind } from '../starts/durable-start';
-import { type JobRow, JOBS } from '../starts/job-starts';
-import { reconcileCancels } from './execution.canceller';
-import { EXECUTION_START, startPromotedExecution } from './execution.starter';
-import { redeliverReplies } from './reply-delivery';
+import { listenTo } from './db/listen';
+import { classifyError } from './failures';
+import type { Services } from './services';
+import { AGENT_MESSAGE_START } from './modules/channels/agent-messages';
+import { BURST_START } from './modules/debounce/burst-closer';
+import { reconcileStarts, type StartKind } from './modules/starts/durable-start';
+import { type JobRow, JOBS } from './modules/starts/job-starts';
+import { reconcileCancels } from './modules/executions/execution.canceller';
+import { EXECUTION_START, startPromotedExecution } from './modules/executions/execution.starter';
+import { redeliverReplies } from './modules/executions/reply-delivery';
 
 /** The durable start kinds besides executions (counted together as `jobs`). */
 const JOB_KINDS: Array<StartKind<JobRow>> = [JOBS.export, JOBS.report, JOBS.replay, JOBS.dryRun, JOBS.webhookRecovery];

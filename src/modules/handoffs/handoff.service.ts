@@ -1,5 +1,6 @@
 /**
- * Owns human handoffs (`customer_handoffs`, docs/handoff.md): a customer handed to a person,
+ * Owns the writes of human handoffs (`customer_handoffs`, docs/handoff.md; their reads are
+ * customers/handoff.reads.ts): a customer handed to a person,
  * whose inbound messages are then recorded but start and resume nothing
  * (inbound/handoff-intake.ts), until DELETE or `until` passes.
  *
@@ -11,11 +12,11 @@
  * (`handoffExpiryWorkflow`) is started before the commit: if the commit fails, the timer wakes
  * to a handoff that does not exist and ends nothing, so there is no dual write to repair. After
  * the commit the closed executions' Temporal runs are cancelled (the reconciler re-sends a
- * lost cancel, as for any cancel).
+ * lost cancel, as for any cancel). It sits above executions, whose owner writes it calls
+ * (finishExecution, sendTemporalCancel), and above customers, whose rows it locks.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import type { SqlRunner } from '../../db/hot-query';
 import { invalid, notFound, unavailable } from '../../errors';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
@@ -24,7 +25,8 @@ import { HANDOFF_EXPIRY_WORKFLOW_TYPE, type HandoffExpiryInput, handoffExpiryWor
 import { recordEvent } from '../events/outbox';
 import { sendTemporalCancel } from '../executions/execution.canceller';
 import { finishExecution } from '../executions/execution.recorder';
-import { customerNotFound } from './customer.service';
+import { customerNotFound } from '../customers/customer.service';
+import { type HandoffRow, type HandoffView, handoffView, iso } from '../customers/handoff.reads';
 import { organizationPriority } from '../../../temporal/fairness.shared';
 
 export const HANDOFF_MAX_MS = 7 * 24 * 3600 * 1000;
@@ -34,48 +36,6 @@ export const HANDOFF_DEFAULT_MS = 24 * 3600 * 1000;
 export const LOW_CONFIDENCE = 'low_confidence';
 /** The outcome of an execution a handoff ended (`output.next_action`), and the reason its form closed. */
 export const HANDED_OFF = 'handed_off';
-
-export interface HandoffView {
-  since: string;
-  until: string;
-  reason: string | null;
-}
-
-interface HandoffRow {
-  id: string;
-  organization_id: string;
-  customer_id: string;
-  channel: string;
-  reason: string | null;
-  execution_id: string | null;
-  started_at: string | Date;
-  until: string | Date;
-  ended_at: string | Date | null;
-  end_reason: string | null;
-}
-
-const iso = (v: string | Date) => new Date(v).toISOString();
-
-export const handoffView = (h: HandoffRow): HandoffView => ({ since: iso(h.started_at), until: iso(h.until), reason: h.reason });
-
-const ACTIVE = 'ended_at is null and until > now()';
-
-/** The customer's handoff in force, or null. */
-export async function currentHandoff(em: SqlRunner, customerId: string): Promise<HandoffView | null> {
-  const [row] = await em.execute<HandoffRow[]>(`select * from customer_handoffs where customer_id = ? and ${ACTIVE}`, [customerId]);
-  return row ? handoffView(row) : null;
-}
-
-/** The handoffs in force of these customers, by customer id. */
-export async function currentHandoffs(em: SqlRunner, customerIds: string[]): Promise<Map<string, HandoffView>> {
-  if (customerIds.length === 0) return new Map();
-  // The ids as one JSON array: knex would spread a JS array into a list of placeholders.
-  const rows = await em.execute<HandoffRow[]>(
-    `select * from customer_handoffs where customer_id in (select jsonb_array_elements_text(?::jsonb)) and ${ACTIVE}`,
-    [JSON.stringify(customerIds)],
-  );
-  return new Map(rows.map((r) => [r.customer_id, handoffView(r)]));
-}
 
 /** The `conversation.handoff_*` event of a handoff row, as the outbox stores it. */
 function recordHandoffEvent(em: EntityManager, h: HandoffRow, externalId: string, type: 'conversation.handoff_started' | 'conversation.handoff_ended') {

@@ -5,14 +5,14 @@
  * call's cursor (`answered`), its pending reply and its last prompt.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { newId } from '../../ids';
-import { ConversationMessage } from '../conversations/message.entity';
-import { Customer } from '../customers/customer.entity';
-import { recordEvent } from '../events/outbox';
-import { type PendingExecution, recordExecution } from '../executions/execution.starter';
-import type { ChannelConnection } from '../channels/channel.entity';
-import type { CustomerReply } from '../../../temporal/executions.shared';
-import type { VoiceItem } from '../../../temporal/voice.shared';
+import { newId } from '../../../../ids';
+import { ConversationMessage } from '../../../conversations/message.entity';
+import { Customer } from '../../../customers/customer.entity';
+import { recordEvent } from '../../../events/outbox';
+import { type PendingExecution, recordExecution } from '../../../executions/execution.starter';
+import type { ChannelConnection } from '../../channel.entity';
+import type { CustomerReply } from '../../../../../temporal/executions.shared';
+import type { VoiceItem } from '../../../../../temporal/voice.shared';
 
 export interface VoiceCallRow {
   call_sid: string;

@@ -8,8 +8,9 @@
  * counted as ignored, never a failure, so Meta does not redeliver a body forever because
  * of one odd item.
  */
-import { nonTextMessageText } from '../../../temporal/executions.shared';
-import { z } from '../../http/zod';
+import { nonTextMessageText } from '../../../../../temporal/executions.shared';
+import { z } from '../../../../http/zod';
+import type { DeliveryStatus } from '../../../conversations/message-deliveries';
 
 /** A customer message as `receiveMessage` takes it, plus when Meta says it was sent. */
 export interface MetaInboundMessage {
@@ -21,7 +22,7 @@ export interface MetaInboundMessage {
   sentAt: Date;
 }
 
-export type DeliveryStatus = 'sent' | 'delivered' | 'read' | 'failed';
+export type { DeliveryStatus };
 
 export interface MetaStatusUpdate {
   providerMessageId: string;

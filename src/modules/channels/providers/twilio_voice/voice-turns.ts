@@ -8,12 +8,12 @@
  * lost or said twice.
  */
 import { WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/client';
-import { EXECUTION_WORKFLOW_TYPE, executionWorkflowId } from '../../../temporal/executions.shared';
-import { callEndedSignal, type VoiceTurnInput, type VoiceTurnResult, voiceTurnUpdate } from '../../../temporal/voice.shared';
-import { boundedTemporalCall } from '../../temporal-calls';
-import type { Services } from '../../services';
-import { EXECUTION_START, type PendingExecution } from '../executions/execution.starter';
-import { workflowStartOptions } from '../starts/durable-start';
+import { EXECUTION_WORKFLOW_TYPE, executionWorkflowId } from '../../../../../temporal/executions.shared';
+import { callEndedSignal, type VoiceTurnInput, type VoiceTurnResult, voiceTurnUpdate } from '../../../../../temporal/voice.shared';
+import { boundedTemporalCall } from '../../../../temporal-calls';
+import type { Services } from '../../../../services';
+import { EXECUTION_START, type PendingExecution } from '../../../executions/execution.starter';
+import { workflowStartOptions } from '../../../starts/durable-start';
 
 export type TurnOutcome =
   /** The run reached a wait or its end in time. */

@@ -1,4 +1,4 @@
-import type { Config } from '../../config';
+import type { Config } from '../../../../config';
 
 /**
  * The address Twilio calls for a `twilio_voice` connection ("A call comes in" and the call

@@ -1,6 +1,7 @@
 /**
- * Owns outbound delivery to a customer. Every outbound message is stored as the
- * conversation transcript (the default adapter); when CHANNEL_PROVIDER_URL is set the HTTP
+ * Owns the development fallback of outbound delivery, for an organization without channel
+ * connections (channel-delivery.ts decides when it applies). Every outbound message is stored
+ * as the conversation transcript (the default adapter); when CHANNEL_PROVIDER_URL is set the HTTP
  * adapter also POSTs it there first, with the message's dedupe key as `Idempotency-Key` so
  * a provider can drop the duplicate an activity retry sends.
  *
