@@ -18,6 +18,7 @@ import { type SecretKeyring, type SecretPlace, sealedAt } from './secrets';
 export interface RotationProgress {
   /** `table.column` (a channel connection's secrets count as one column, `channel_connections.secrets`). */
   column: string;
+  /** Rows re-sealed so far, all columns (a row may hold several sealed values). */
   resealed: number;
   failed: number;
   /** Values re-sealed per second since the run started. */
@@ -26,11 +27,12 @@ export interface RotationProgress {
 
 export interface RotationReport {
   sealingKeyId: string;
+  /** Rows re-sealed (a row may hold several sealed values). */
   resealed: number;
   /** Values that opened under no key of the ring (their row ids in `failedRows`). */
   failed: number;
   failedRows: string[];
-  /** Values still not under the sealing key at the end (including the failed ones). */
+  /** Rows still holding a value not under the sealing key at the end (including the failed ones). */
   remaining: number;
   passes: number;
   seconds: number;

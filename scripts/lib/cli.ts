@@ -208,16 +208,16 @@ const COMMANDS: Record<string, Command> = {
       const report = await withMigratedOrm(config, () =>
         rotateSecrets(config.DATABASE_URL, ring, {
           batchSize,
-          onProgress: (p) => io.stderr(`${p.column}: ${p.resealed} re-sealed so far (${p.ratePerSecond.toFixed(0)}/s)${p.failed ? `, ${p.failed} failed` : ''}\n`),
+          onProgress: (p) => io.stderr(`${p.column}: ${p.resealed} rows re-sealed so far (${p.ratePerSecond.toFixed(0)}/s)${p.failed ? `, ${p.failed} failed` : ''}\n`),
         }),
       );
       if (asJson) io.stdout(`${JSON.stringify({ sealing_key_id: report.sealingKeyId, resealed: report.resealed, failed: report.failed, failed_rows: report.failedRows, remaining: report.remaining, seconds: Number(report.seconds.toFixed(3)) })}\n`);
       else {
-        io.stdout(`Re-sealed ${report.resealed} secrets under key "${report.sealingKeyId}" in ${report.seconds.toFixed(1)} s.\n`);
+        io.stdout(`Re-sealed ${report.resealed} rows under key "${report.sealingKeyId}" in ${report.seconds.toFixed(1)} s.\n`);
         if (report.failed) io.stdout(`${report.failed} open under no key of the keyring: ${report.failedRows.join(', ')}\n`);
         if (report.remaining) {
           io.stdout(
-            `${report.remaining} secrets are still not sealed under "${report.sealingKeyId}": ` +
+            `${report.remaining} rows still hold secrets not sealed under "${report.sealingKeyId}": ` +
               'every replica must seal with this key first (SECRETS_ENCRYPTION_KEYS in the same order everywhere); run the command again.\n',
           );
         } else io.stdout(`Every stored secret is sealed under "${report.sealingKeyId}": the other keys can be removed.\n`);
