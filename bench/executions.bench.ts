@@ -31,6 +31,7 @@
  * the bench time the Temporal starts and sample the API's ORM pool. To profile the API
  * process: `BENCH_API_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/api"` (node flags for it).
  */
+import { generateSecretsKey } from '../src/secrets';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
@@ -295,6 +296,7 @@ export async function run(args: string[]): Promise<void> {
     DATABASE_POOL_MAX: '20',
     TEMPORAL_ADDRESS: temporal.address,
     TEMPORAL_TASK_QUEUE: `bench-executions-${suffix}`,
+    SECRETS_ENCRYPTION_KEY: process.env.SECRETS_ENCRYPTION_KEY ?? generateSecretsKey(),
     REDIS_KEY_PREFIX: `wfa-bench:${suffix}:`,
     LOG_LEVEL: 'silent',
     RATE_LIMIT_CREDENTIAL_PER_HOUR: '1000000',

@@ -18,6 +18,7 @@
  * fairness on (`--fairness off`: without, to see what it changes). Last line:
  * `ratio=<B's p99 during the flood / B's idle p99>` (goal: ≤ 2).
  */
+import { generateSecretsKey } from '../src/secrets';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
@@ -130,6 +131,7 @@ export async function run(args: string[]): Promise<void> {
     DATABASE_POOL_MAX: '20',
     TEMPORAL_ADDRESS: temporal.address,
     TEMPORAL_TASK_QUEUE: `bench-fairness-${suffix}`,
+    SECRETS_ENCRYPTION_KEY: process.env.SECRETS_ENCRYPTION_KEY ?? generateSecretsKey(),
     REDIS_KEY_PREFIX: `wfa-bench:${suffix}:`,
     CHANNEL_PROVIDER_URL: arrivals.url,
     LOG_LEVEL: 'warn',

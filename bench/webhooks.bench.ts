@@ -36,7 +36,7 @@ import { Context } from '@temporalio/activity';
 import { bundleWorkflowCode, DefaultLogger, Runtime } from '@temporalio/worker';
 import { loadConfig } from '../src/config';
 import { createOrm, migrate } from '../src/db/orm';
-import { generateSecretsKey, sealSecret } from '../src/secrets';
+import { generateSecretsKey, sealSecret, sealedAt } from '../src/secrets';
 import { entities } from '../src/entities';
 import { recordEvent } from '../src/modules/events/outbox';
 import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
@@ -198,7 +198,7 @@ export async function run(args: string[]): Promise<void> {
     await orm.em.getConnection().execute(
       `insert into webhooks (id, organization_id, name, url, events, secret, active, max_retries, retry_delay_ms)
        values (?, ?, 'bench', ?, '{workflow.completed}', ?, true, 3, 1000)`,
-      [hookId, orgId, receiver.url('/bench'), sealSecret(config, 'bench-secret-0123456789')],
+      [hookId, orgId, receiver.url('/bench'), sealSecret(config, 'bench-secret-0123456789', sealedAt.webhookSecret(hookId))],
     );
     dispatcher.start();
 

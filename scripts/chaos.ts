@@ -30,6 +30,7 @@ import path from 'node:path';
 import { Client as PgClient } from 'pg';
 import { DefaultLogger } from '@temporalio/worker';
 import { findOrInstallTemporalCli } from './lib/temporal-cli';
+import { generateSecretsKey } from '../src/secrets';
 import { runReplicatedDrill } from './lib/replicated-drill';
 import { bundleWorkflows } from '../temporal/worker';
 import { type DevServer, startTemporalDevServer } from './lib/temporal-dev-server';
@@ -144,6 +145,8 @@ async function main() {
       REDIS_URL: `redis://127.0.0.1:${redisPort}`,
       TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
       TEMPORAL_TASK_QUEUE: 'chaos',
+      // The API and the worker refuse to start without a keyring.
+      SECRETS_ENCRYPTION_KEY: process.env.SECRETS_ENCRYPTION_KEY ?? generateSecretsKey(),
       HOST: '127.0.0.1',
       LOG_LEVEL: 'info',
       EXECUTION_RECONCILE_INTERVAL_MS: '1000',

@@ -67,7 +67,8 @@ async function ensureTemporal(uiPort: number, namespace: string): Promise<LocalT
 
 /**
  * Development only: the key sealing stored secrets, kept in .data/ so that secrets stored by
- * one `npm start` open in the next. Production sets SECRETS_ENCRYPTION_KEY (loadConfig refuses to start without it).
+ * one `npm start` open in the next. Elsewhere SECRETS_ENCRYPTION_KEYS (or SECRETS_ENCRYPTION_KEY) is set: the API and
+ * the worker refuse to start without it.
  */
 function developmentSecretsKey(): string {
   const dataDir = path.resolve(__dirname, '..', '.data');
@@ -81,7 +82,9 @@ function developmentSecretsKey(): string {
 }
 
 async function main() {
-  if (!process.env.SECRETS_ENCRYPTION_KEY && process.env.NODE_ENV !== 'production') process.env.SECRETS_ENCRYPTION_KEY = developmentSecretsKey();
+  const env = process.env;
+  const hasKey = env.SECRETS_ENCRYPTION_KEYS || env.SECRETS_ENCRYPTION_KEYS_FILE || env.SECRETS_ENCRYPTION_KEY;
+  if (!hasKey && env.NODE_ENV !== 'production') env.SECRETS_ENCRYPTION_KEY = developmentSecretsKey();
   const config = loadConfig();
   let temporal: LocalTemporal | undefined;
   if (config.TEMPORAL_ADDRESS) {

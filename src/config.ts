@@ -5,7 +5,8 @@
  */
 import { z } from 'zod';
 import { parseTrustProxy } from './http/trusted-proxies';
-import { parseSecretsKey } from './secrets';
+import { readFileSync } from 'node:fs';
+import { parseKeyring, parseSecretsKey } from './secrets';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -181,6 +182,19 @@ export const envSchema = z.object({
     .string()
     .optional()
     .refine((v) => v === undefined || v === '' || parseSecretsKey(v) !== undefined, 'must be 32 bytes, base64 (44 characters) or hex (64 characters)'),
+  /**
+   * The keyring: `id:key` pairs (comma-separated), the key that seals first; every key a
+   * stored secret may be sealed under must be there (docs/deploy.md, "Rotating the secrets
+   * key"). SECRETS_ENCRYPTION_KEY=<key> is the keyring `default:<key>`; set one of the two.
+   * SECRETS_ENCRYPTION_KEYS_FILE names a file holding the value instead (read by loadConfig).
+   */
+  SECRETS_ENCRYPTION_KEYS: z
+    .string()
+    .optional()
+    .superRefine((v, ctx) => {
+      const keys = v === undefined || v === '' ? [] : parseKeyring(v);
+      if (typeof keys === 'string') ctx.addIssue({ code: 'custom', message: keys });
+    }),
   /** The Meta Graph API base (with its version): WhatsApp Cloud API and Instagram Messaging connections. */
   META_GRAPH_API_URL: z.url().default('https://graph.facebook.com/v21.0'),
   /** Twilio's REST API base: the `/test` of twilio_voice connections reads the account there. */
@@ -271,8 +285,30 @@ export const deliveryTimingOf = (config: Config): { httpTimeoutMs: number; attem
   ...(config.WEBHOOK_ATTEMPT_MARGIN_MS !== undefined ? { attemptMarginMs: config.WEBHOOK_ATTEMPT_MARGIN_MS } : {}),
 });
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = envSchema.safeParse(env);
+/**
+ * `SECRETS_ENCRYPTION_KEYS_FILE`: the keyring read from a file (a mounted Secret, the compose
+ * stack's generated key), as `SECRETS_ENCRYPTION_KEYS`.
+ */
+function withFileVariables(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const file = env.SECRETS_ENCRYPTION_KEYS_FILE;
+  if (!file) return env;
+  if (env.SECRETS_ENCRYPTION_KEYS) throw new ConfigError('Invalid configuration:\n  SECRETS_ENCRYPTION_KEYS_FILE: set it or SECRETS_ENCRYPTION_KEYS, not both');
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration:\n  SECRETS_ENCRYPTION_KEYS_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  return { ...env, SECRETS_ENCRYPTION_KEYS: text.trim() };
+}
+
+/**
+ * Validates the environment into the configuration; throws a ConfigError naming each bad
+ * variable. `requireSecretsKey`: the caller seals or opens secrets (the API and the worker),
+ * so a missing keyring stops it at start in every NODE_ENV, not at its first secret.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { requireSecretsKey?: boolean } = {}): Config {
+  const parsed = envSchema.safeParse(withFileVariables(env));
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
@@ -292,8 +328,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (c.NODE_ENV === 'production' && c.CUSTOMER_SERVICE_WINDOW_SECONDS !== undefined) {
     throw new ConfigError('Invalid configuration:\n  CUSTOMER_SERVICE_WINDOW_SECONDS: a test-only setting, refused when NODE_ENV=production');
   }
-  if (c.NODE_ENV === 'production' && !c.SECRETS_ENCRYPTION_KEY) {
-    throw new ConfigError('Invalid configuration:\n  SECRETS_ENCRYPTION_KEY: required when NODE_ENV=production (32 bytes, base64 or hex)');
+  if (c.SECRETS_ENCRYPTION_KEYS && c.SECRETS_ENCRYPTION_KEY) {
+    throw new ConfigError('Invalid configuration:\n  SECRETS_ENCRYPTION_KEYS: set it or SECRETS_ENCRYPTION_KEY, not both (SECRETS_ENCRYPTION_KEY=<key> is SECRETS_ENCRYPTION_KEYS=default:<key>)');
+  }
+  if ((c.NODE_ENV === 'production' || opts.requireSecretsKey) && !c.SECRETS_ENCRYPTION_KEYS && !c.SECRETS_ENCRYPTION_KEY) {
+    throw new ConfigError(
+      `Invalid configuration:\n  SECRETS_ENCRYPTION_KEYS: required${opts.requireSecretsKey ? '' : ' when NODE_ENV=production'} (or SECRETS_ENCRYPTION_KEY, or SECRETS_ENCRYPTION_KEYS_FILE): id:key[,id:key…], 32-byte keys in base64 or hex, e.g. k1:$(openssl rand -base64 32); npm start generates one for development`,
+    );
   }
   return Object.freeze({
     ...c,

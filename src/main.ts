@@ -29,7 +29,8 @@ const IDEMPOTENCY_PURGE_INTERVAL_MS = 3_600_000;
 async function main() {
   const role = (process.argv[2] ?? 'all') as Role;
   if (!['api', 'worker', 'all'].includes(role)) throw new ConfigError(`Unknown role "${role}": use api, worker or all`);
-  const config = loadConfig();
+  // Both roles seal or open stored secrets: without a keyring, stop here, naming the variable.
+  const config = loadConfig(process.env, { requireSecretsKey: true });
   const logger = createLogger(config.LOG_LEVEL);
   // Before anything creates the SDK's Runtime: its logs (and webpack's) then come out as our JSON.
   if (role !== 'api') installTemporalRuntime(logger);

@@ -63,6 +63,21 @@ export async function migrate(orm: Orm): Promise<void> {
   await new Migrator(orm.em).up();
 }
 
+/**
+ * The committed migrations this database has not applied, in order (all of them when it has
+ * none), without applying or creating anything: what the operator CLI checks before a
+ * command, since only `migrate` migrates.
+ */
+export async function pendingMigrations(orm: Orm): Promise<string[]> {
+  const conn = orm.em.getConnection();
+  const { migrationsList } = require('./migrations') as typeof import('./migrations');
+  const [table] = await conn.execute<Array<{ exists: boolean }>>("select to_regclass('mikro_orm_migrations') is not null as exists");
+  const recorded = table?.exists ? (await conn.execute<Array<{ name: string }>>('select name from mikro_orm_migrations')).map((r) => r.name) : [];
+  const renamed = new Map(RENAMED_MIGRATIONS);
+  const applied = new Set(recorded.map((name) => renamed.get(name) ?? name));
+  return migrationsList.map((m) => m.name).filter((name) => !applied.has(name));
+}
+
 /** Creates the database named in the URL if it does not exist (connecting to `postgres`). */
 export async function ensureDatabase(databaseUrl: string): Promise<void> {
   const url = new URL(databaseUrl);

@@ -58,7 +58,7 @@ describe('channel connections API', () => {
 
     const [row] = await t.query<{ secrets: Record<string, string>; config: object }>('select secrets, config from channel_connections where id = ?', [c.id]);
     expect(Object.keys(row!.secrets).sort()).toEqual(['access_token', 'app_secret', 'verify_token']);
-    for (const sealed of Object.values(row!.secrets)) expect(sealed).toMatch(/^v1:/);
+    for (const sealed of Object.values(row!.secrets)) expect(sealed).toMatch(/^v2:default:/);
     const stored = JSON.stringify(row);
     for (const secret of [TOKEN, APP_SECRET, c.verify_token]) expect(stored).not.toContain(secret);
     const logged = lines.join('');

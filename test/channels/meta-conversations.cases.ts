@@ -169,7 +169,7 @@ describe('Meta conversations', () => {
     const logged = lines.join('');
     for (const secret of [WA_TOKEN, WA_SECRET, IG_SECRET, 'IG-token', 'Bearer ']) expect(logged).not.toContain(secret);
     const rows = await t.query<{ secrets: Record<string, string> }>('select secrets from channel_connections');
-    for (const row of rows) for (const sealed of Object.values(row.secrets)) expect(sealed).toMatch(/^v1:/);
+    for (const row of rows) for (const sealed of Object.values(row.secrets)) expect(sealed).toMatch(/^v2:default:/);
     expect(JSON.stringify(rows)).not.toContain(WA_TOKEN);
   });
 

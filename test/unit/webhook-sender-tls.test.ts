@@ -23,7 +23,7 @@ const sender = (extraCa?: string) => {
   senders.push(s);
   return s;
 };
-const send = (s: WebhookSender, path: string) => s.send({ url: receiver.url(path), secret: 'a-secret-of-enough-length', body: '{}', eventId: 'evt_tls', attempt: 1 });
+const send = (s: WebhookSender, path: string) => s.send({ webhookId: 'wh_tls', url: receiver.url(path), secret: 'a-secret-of-enough-length', body: '{}', eventId: 'evt_tls', attempt: 1 });
 
 test('a receiver whose CA is the configured extra CA is trusted, on every connection', async () => {
   const s = sender(readFileSync(receiver.caFile, 'utf8'));

@@ -10,7 +10,7 @@ import { flushOrConflict } from '../../db/flush';
 import { conflict, invalid, notFound } from '../../errors';
 import { offsetOf, type Page } from '../../http/pagination';
 import { newId, randomBase62 } from '../../ids';
-import { secretBoxOf } from '../../secrets';
+import { keyringOf, sealedAt } from '../../secrets';
 import { ChannelConnection, type ChannelConnectionType, type ChannelSecretName } from './channel.entity';
 import { providerOf } from './providers';
 import type { ChannelConnectionIn, ChannelConnectionUpdate } from './channel.schemas';
@@ -37,34 +37,35 @@ export class ChannelService {
   ) {}
 
   private get box() {
-    return secretBoxOf(this.config);
+    return keyringOf(this.config);
   }
 
   /** Splits a config into the shown fields and the sealed secrets of the type. */
-  private split(type: ChannelConnectionType, config: Record<string, unknown>) {
+  private split(id: string, type: ChannelConnectionType, config: Record<string, unknown>) {
     const shown: Record<string, string> = {};
     const sealed: Partial<Record<ChannelSecretName, string>> = {};
     for (const [k, v] of Object.entries(config)) {
       if (v === undefined) continue;
       if (providerOf(type).fields.shown.includes(k)) shown[k] = String(v);
-      else if ((providerOf(type).fields.secret as string[]).includes(k)) sealed[k as ChannelSecretName] = this.box.seal(String(v));
+      else if ((providerOf(type).fields.secret as string[]).includes(k)) sealed[k as ChannelSecretName] = this.box.seal(String(v), sealedAt.channelSecret(id, k));
       else throw invalid(`config.${k} is not a field of ${type} connections`, `config.${k}`);
     }
     return { shown, sealed };
   }
 
   async create(organizationId: string, input: ChannelConnectionIn): Promise<{ connection: ChannelConnection; verifyToken: string }> {
-    const { shown, sealed } = this.split(input.type, input.config);
+    const id = newId('channelConnection');
+    const { shown, sealed } = this.split(id, input.type, input.config);
     const verifyToken = newVerifyToken();
     const channel = input.type === 'whatsapp_cloud' ? 'whatsapp' : input.type === 'instagram' ? 'instagram' : input.type === 'twilio_voice' ? 'voice' : input.config.channel;
     const connection = this.em.create(ChannelConnection, {
-      id: newId('channelConnection'),
+      id,
       organizationId,
       type: input.type,
       channel,
       name: input.name,
       config: shown,
-      secrets: { ...sealed, verify_token: this.box.seal(verifyToken) },
+      secrets: { ...sealed, verify_token: this.box.seal(verifyToken, sealedAt.channelSecret(id, 'verify_token')) },
     });
     await flushOrConflict(this.em, nameTaken);
     return { connection, verifyToken };
@@ -99,7 +100,7 @@ export class ChannelService {
     if (input.name !== undefined) c.name = input.name;
     if (input.config) {
       if (input.config.channel !== undefined && c.type !== 'http') throw invalid(`config.channel is not a field of ${c.type} connections`, 'config.channel');
-      const { shown, sealed } = this.split(c.type, input.config);
+      const { shown, sealed } = this.split(c.id, c.type, input.config);
       c.config = { ...c.config, ...shown };
       if (shown.channel) c.channel = shown.channel;
       c.secrets = { ...c.secrets, ...sealed };
@@ -120,14 +121,14 @@ export class ChannelService {
   async rotateVerifyToken(organizationId: string, id: string): Promise<{ connection: ChannelConnection; verifyToken: string }> {
     const c = await this.get(organizationId, id);
     const verifyToken = newVerifyToken();
-    c.secrets = { ...c.secrets, verify_token: this.box.seal(verifyToken) };
+    c.secrets = { ...c.secrets, verify_token: this.box.seal(verifyToken, sealedAt.channelSecret(c.id, 'verify_token')) };
     await this.em.flush();
     return { connection: c, verifyToken };
   }
 
   openSecret(c: ChannelConnection, name: ChannelSecretName): string | undefined {
     const sealed = c.secrets[name];
-    return sealed === undefined ? undefined : this.box.open(sealed);
+    return sealed === undefined ? undefined : this.box.open(sealed, sealedAt.channelSecret(c.id, name));
   }
 
   /** Calls the provider with the stored credentials and sets `status` from the answer (a disabled connection stays disabled). */

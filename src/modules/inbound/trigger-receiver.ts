@@ -26,7 +26,7 @@ import {
   STANDARD_WEBHOOK_TOLERANCE_SECONDS,
   verifyStandardWebhookSignature,
 } from '../../http/signature';
-import { openSecret } from '../../secrets';
+import { openSecret, sealedAt } from '../../secrets';
 import type { Services } from '../../services';
 import { fireTrigger } from '../triggers/trigger-firing';
 import { resolveCustomerRef } from '../customers/customer-ref';
@@ -58,7 +58,7 @@ async function receive(ctx: Context, services: Services): Promise<void> {
   const rawBody = (ctx.request as { rawBody?: unknown }).rawBody;
   const takesQuery = config.method === 'GET';
   const payload = takesQuery ? ctx.querystring : typeof rawBody === 'string' ? rawBody : '';
-  const replayId = verifySignature(ctx, openSecret(services.config, config.secret), payload);
+  const replayId = verifySignature(ctx, openSecret(services.config, config.secret, sealedAt.triggerSecret(trigger.id)), payload);
   for (const [name, expected] of Object.entries(config.headers ?? {})) {
     if (!constantTimeEqual(ctx.get(name), expected)) throw unauthorized('INVALID_HEADER', `Header ${name} is missing or does not have the configured value`);
   }

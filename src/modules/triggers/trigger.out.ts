@@ -4,7 +4,7 @@
  */
 import type { Config } from '../../config';
 import type { z } from '../../http/zod';
-import { openSecret } from '../../secrets';
+import { openSecret, sealedAt } from '../../secrets';
 import type { Trigger } from './trigger.entity';
 import type { TriggerExecutionDetailOut, TriggerExecutionOut, TriggerRecordOut } from './trigger.schemas';
 import type { ExecutionRow } from './trigger.service';
@@ -14,7 +14,7 @@ import { ALREADY_RUNNING, QUEUE_FULL } from './trigger-firing';
 export function toTriggerOut(t: Trigger, config: Config, opts: { withSecret: boolean } = { withSecret: true }): z.output<typeof TriggerRecordOut> {
   const configuration = { ...t.configuration };
   if (!opts.withSecret) delete configuration.secret;
-  else if (typeof configuration.secret === 'string') configuration.secret = openSecret(config, configuration.secret);
+  else if (typeof configuration.secret === 'string') configuration.secret = openSecret(config, configuration.secret, sealedAt.triggerSecret(t.id));
   return {
     id: t.id,
     name: t.name,

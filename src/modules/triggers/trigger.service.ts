@@ -15,7 +15,7 @@ import { parseInput } from '../../http/validation';
 import { z } from '../../http/zod';
 import { flushOrConflict } from '../../db/flush';
 import { newId } from '../../ids';
-import { sealSecret } from '../../secrets';
+import { sealSecret, sealedAt } from '../../secrets';
 import type { Services } from '../../services';
 import { dateFilter, type Granularity, resolvePeriod, summarizeExecutions } from '../metrics/execution-metrics';
 import { Workflow } from '../workflows/workflow.entity';
@@ -291,7 +291,7 @@ export class TriggerService {
     if (type === 'webhook') {
       const c = config as WebhookTriggerConfig;
       // Stored sealed (src/secrets.ts); a kept secret is sealed already.
-      const secret = c.secret !== undefined ? sealSecret(this.services.config, c.secret) : ((previous?.secret as string | undefined) ?? sealSecret(this.services.config, generateWebhookSecret()));
+      const secret = c.secret !== undefined ? sealSecret(this.services.config, c.secret, sealedAt.triggerSecret(id)) : ((previous?.secret as string | undefined) ?? sealSecret(this.services.config, generateWebhookSecret(), sealedAt.triggerSecret(id)));
       // Header names are case-insensitive: store them lower-cased so matching is exact.
       const headers = Object.fromEntries(Object.entries(c.headers).map(([k, v]) => [k.toLowerCase(), v]));
       return { ...c, headers, secret, url: readOnly('url', `${this.services.config.BASE_URL}${webhookPath(id)}`) };

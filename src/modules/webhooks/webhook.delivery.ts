@@ -188,7 +188,7 @@ export async function performDeliveryAttempt(
 
   const { attempt } = input;
   const body = JSON.stringify(buildEventPayload(event, row.webhook_id, attempt - 1));
-  const outcome = await sender.send({ url: row.url, secret: row.secret, previousSecret: row.previous_secret, body, eventId: event.id, attempt });
+  const outcome = await sender.send({ webhookId: row.webhook_id, url: row.url, secret: row.secret, previousSecret: row.previous_secret, body, eventId: event.id, attempt });
 
   let result: AttemptResult;
   let responseCode = 0;

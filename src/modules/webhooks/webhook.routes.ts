@@ -4,7 +4,7 @@ import { paginate, PaginationOut } from '../../http/pagination';
 import { type AnyRoute, defineRoute } from '../../http/route';
 import { z } from '../../http/zod';
 import type { Config } from '../../config';
-import { openSecret } from '../../secrets';
+import { openSecret, sealedAt } from '../../secrets';
 import type { Services } from '../../services';
 import type { Webhook, WebhookLog } from './webhook.entity';
 import {
@@ -50,7 +50,7 @@ export function toWebhookListItem(h: Webhook): z.output<typeof WebhookListItemOu
 }
 
 /** The secret is stored sealed (src/secrets.ts): opened only for the answers that show it. */
-const toCreatedOut = (h: Webhook, config: Config): z.output<typeof WebhookCreatedOut> => ({ ...toWebhookListItem(h), secret: openSecret(config, h.secret) });
+const toCreatedOut = (h: Webhook, config: Config): z.output<typeof WebhookCreatedOut> => ({ ...toWebhookListItem(h), secret: openSecret(config, h.secret, sealedAt.webhookSecret(h.id)) });
 const toWebhookOut = (h: Webhook, config: Config): z.output<typeof WebhookOut> => ({
   ...toCreatedOut(h, config),
   retry_policy: { max_retries: h.maxRetries, retry_delay_ms: h.retryDelayMs },
@@ -200,7 +200,7 @@ export function webhookRoutes(services: Services): AnyRoute[] {
       async handler({ params, body, credential }) {
         const hook = await svc().rotateSecret(credential.organizationId, params.webhook_id, body.secret);
         return {
-          data: { webhook_id: hook.id, secret: openSecret(services.config, hook.secret), previous_secret_expires_at: hook.previousSecretExpiresAt?.toISOString() ?? null },
+          data: { webhook_id: hook.id, secret: openSecret(services.config, hook.secret, sealedAt.webhookSecret(hook.id)), previous_secret_expires_at: hook.previousSecretExpiresAt?.toISOString() ?? null },
         };
       },
     }),

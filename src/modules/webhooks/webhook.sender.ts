@@ -10,7 +10,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { Agent, request } from 'undici';
 import type { Config } from '../../config';
-import { openSecret } from '../../secrets';
+import { openSecret, type SecretPlace, sealedAt } from '../../secrets';
 import { deliveryHeaders } from './webhook.signature';
 import { ForbiddenTargetError, isForbiddenAddress } from './webhook-target';
 import { guardedLookup } from './webhook-target';
@@ -46,8 +46,8 @@ export interface SenderOptions {
   allowPrivateNetworks: boolean;
   /** PEM of extra trusted CAs, added to (not replacing) the system roots. */
   extraCa?: string;
-  /** Opens a signing secret as stored (sealed at rest: src/secrets.ts). */
-  openSecret: (stored: string) => string;
+  /** Opens a signing secret as stored (sealed at rest, bound to its place: src/secrets.ts). */
+  openSecret: (stored: string, place: SecretPlace) => string;
 }
 
 export class WebhookSender {
@@ -74,12 +74,12 @@ export class WebhookSender {
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
       allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
       ...(config.WEBHOOK_EXTRA_CA_FILE ? { extraCa: readFileSync(config.WEBHOOK_EXTRA_CA_FILE, 'utf8') } : {}),
-      openSecret: (stored) => openSecret(config, stored),
+      openSecret: (stored, place) => openSecret(config, stored, place),
     });
   }
 
   /** `secret` and `previousSecret` as stored (sealed): opened here, just before signing, so no other caller holds them in clear. */
-  async send(input: { url: string; secret: string; previousSecret?: string | null; body: string; eventId: string; attempt: number }): Promise<SendOutcome> {
+  async send(input: { webhookId: string; url: string; secret: string; previousSecret?: string | null; body: string; eventId: string; attempt: number }): Promise<SendOutcome> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     const url = new URL(input.url);
@@ -94,8 +94,8 @@ export class WebhookSender {
       res = await request(url, {
         method: 'POST',
         headers: deliveryHeaders({
-          secret: this.opts.openSecret(input.secret),
-          previousSecret: input.previousSecret ? this.opts.openSecret(input.previousSecret) : null,
+          secret: this.opts.openSecret(input.secret, sealedAt.webhookSecret(input.webhookId)),
+          previousSecret: input.previousSecret ? this.opts.openSecret(input.previousSecret, sealedAt.webhookPreviousSecret(input.webhookId)) : null,
           eventId: input.eventId, attempt: input.attempt, body: input.body }),
         body: input.body,
         dispatcher: this.agent,

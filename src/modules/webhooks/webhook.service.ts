@@ -13,7 +13,7 @@ import { dateFilter } from '../metrics/execution-metrics';
 import { conflict, invalid, notFound, unprocessable } from '../../errors';
 import { offsetOf, type Page } from '../../http/pagination';
 import { newId, randomBase62 } from '../../ids';
-import { sealSecret } from '../../secrets';
+import { openSecret, sealSecret, sealedAt } from '../../secrets';
 import type { Services } from '../../services';
 import { webhookDeliveryMetadata } from '../../temporal-metadata';
 import { type EventType, OutboxEvent } from '../events/event.entity';
@@ -70,13 +70,14 @@ export class WebhookService {
     const checked = checkUrlSyntax(input.url, this.services.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS);
     if (!('url' in checked)) throw invalid(checked.message, 'url', 'INVALID_WEBHOOK_URL');
     const url = checked.url.href;
+    const id = newId('webhook');
     const hook = this.em.create(Webhook, {
-      id: newId('webhook'),
+      id,
       organizationId,
       name: input.name ?? checked.url.hostname,
       url,
       events: input.events,
-      secret: sealSecret(this.services.config, input.secret ?? generateSecret()),
+      secret: sealSecret(this.services.config, input.secret ?? generateSecret(), sealedAt.webhookSecret(id)),
       active: input.active,
       maxRetries: input.retry_policy?.max_retries ?? 3,
       retryDelayMs: input.retry_policy?.retry_delay_ms ?? 1000,
@@ -116,9 +117,11 @@ export class WebhookService {
   async rotateSecret(organizationId: string, id: string, secret: string | undefined): Promise<Webhook> {
     const hook = await this.get(organizationId, id);
     const overlapMs = this.services.config.WEBHOOK_SECRET_OVERLAP_HOURS * 3_600_000;
-    hook.previousSecret = overlapMs > 0 ? hook.secret : null;
+    // Sealed values are bound to their column: the replaced secret is sealed anew for `previous_secret`.
+    const config = this.services.config;
+    hook.previousSecret = overlapMs > 0 ? sealSecret(config, openSecret(config, hook.secret, sealedAt.webhookSecret(hook.id)), sealedAt.webhookPreviousSecret(hook.id)) : null;
     hook.previousSecretExpiresAt = overlapMs > 0 ? new Date(Date.now() + overlapMs) : null;
-    hook.secret = sealSecret(this.services.config, secret ?? generateSecret());
+    hook.secret = sealSecret(config, secret ?? generateSecret(), sealedAt.webhookSecret(hook.id));
     hook.updatedAt = new Date();
     await this.em.flush();
     return hook;
@@ -140,7 +143,7 @@ export class WebhookService {
     const testId = newId('event');
     const testedAt = new Date();
     const body = JSON.stringify(buildEventPayload({ id: testId, type: input.event_type, createdAt: testedAt, data: input.test_data }, hook.id, 0));
-    const outcome = await this.sender().send({ url: hook.url, secret: hook.secret, previousSecret: this.previousSecretOf(hook), body, eventId: testId, attempt: 1 });
+    const outcome = await this.sender().send({ webhookId: hook.id, url: hook.url, secret: hook.secret, previousSecret: this.previousSecretOf(hook), body, eventId: testId, attempt: 1 });
     const delivered = outcome.answered && classifyAnswer(outcome.status) === 'delivered';
     return {
       test_id: testId,

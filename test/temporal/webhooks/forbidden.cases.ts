@@ -5,7 +5,7 @@
  * after creation) gets no request, one failed log row with response_code 0, no retries.
  */
 import { randomBytes } from 'node:crypto';
-import { sealSecret } from '../../../src/secrets';
+import { sealSecret, sealedAt } from '../../../src/secrets';
 import { deliveryWorkflowId } from '../../../temporal/webhooks.shared';
 import { waitFor } from '../../helpers/wait';
 import { startWebhookKit, type WebhookKit } from '../../helpers/webhooks';
@@ -58,7 +58,7 @@ test('a name that resolves to 127.0.0.1 at send time is refused at connect time,
   await kit.t.query(
     `insert into webhooks (id, organization_id, name, url, events, secret, active, max_retries, retry_delay_ms)
      values (?, ?, 'rebound', ?, '{workflow.completed}', ?, true, 3, 100)`,
-    [hookId, orgId, kit.receiver.url('/rebound'), sealSecret(kit.t.config, 'a-secret-of-enough-length')],
+    [hookId, orgId, kit.receiver.url('/rebound'), sealSecret(kit.t.config, 'a-secret-of-enough-length', sealedAt.webhookSecret(hookId))],
   );
   const eventId = await kit.emit(orgId, 'workflow.completed');
   const handle = kit.t.services.temporal.client.workflow.getHandle(deliveryWorkflowId(eventId, hookId));

@@ -6,7 +6,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { Migration20261212000100_sealed_webhook_trigger_secrets as SealSecrets } from '../../../src/db/migrations/Migration20261212000100_sealed_webhook_trigger_secrets';
-import { secretBoxOf } from '../../../src/secrets';
+import { keyringOf, type SecretPlace, sealedAt } from '../../../src/secrets';
 import { hexSignature, startWebhookKit, verifyStandardWebhook, type WebhookKit } from '../../helpers/webhooks';
 
 let kit: WebhookKit;
@@ -19,10 +19,11 @@ afterAll(async () => {
 
 const rawWebhook = async (id: string) => (await kit.t.query<{ secret: string; previous_secret: string | null }>('select secret, previous_secret from webhooks where id = ?', [id]))[0]!;
 const rawTriggerSecret = async (id: string) => (await kit.t.query<{ secret: string }>("select configuration->>'secret' as secret from triggers where id = ?", [id]))[0]!.secret;
-const expectSealed = (stored: string | null, clear: string) => {
-  expect(stored).toMatch(/^v1:/);
+/** `v2:` under the sealing key, bound to its place; `v1:` as the migration seals (before the keyring). */
+const expectSealed = (stored: string | null, clear: string, place: SecretPlace, format = /^v2:default:/) => {
+  expect(stored).toMatch(format);
   expect(stored).not.toContain(clear);
-  expect(secretBoxOf(kit.t.config).open(stored!)).toBe(clear);
+  expect(keyringOf(kit.t.config).open(stored!, place)).toBe(clear);
 };
 const runMigration = async () => {
   const orm = kit.t.services.orm;
@@ -45,7 +46,7 @@ test('a webhook secret is stored sealed, answered in clear, and deliveries are s
   const { orgId, auth } = await kit.tenant();
   const hook = await kit.createHook(auth, '/sealed', { secret: 'a-webhook-secret-of-enough-length' });
   expect(hook.secret).toBe('a-webhook-secret-of-enough-length');
-  expectSealed((await rawWebhook(hook.id)).secret, hook.secret);
+  expectSealed((await rawWebhook(hook.id)).secret, hook.secret, sealedAt.webhookSecret(hook.id));
   expect((await kit.t.request.get(`/v1/webhooks/${hook.id}`).set(auth)).body.data.secret).toBe(hook.secret);
 
   await kit.emit(orgId, 'workflow.completed');
@@ -57,8 +58,8 @@ test('a webhook secret is stored sealed, answered in clear, and deliveries are s
   expect(rotated.status).toBe(200);
   const next = rotated.body.data.secret as string;
   const row = await rawWebhook(hook.id);
-  expectSealed(row.secret, next);
-  expectSealed(row.previous_secret, hook.secret);
+  expectSealed(row.secret, next, sealedAt.webhookSecret(hook.id));
+  expectSealed(row.previous_secret, hook.secret, sealedAt.webhookPreviousSecret(hook.id));
   await kit.emit(orgId, 'workflow.completed');
   const [, second] = await kit.receiver.waitFor('/sealed', 2);
   expect(second!.headers['x-service-signature']).toBe(hexSignature(next, second!.body));
@@ -69,8 +70,8 @@ test('a webhook trigger secret is stored sealed, answered in clear, and its hook
   const { auth } = await kit.tenant();
   const trigger = await webhookTrigger(auth);
   const secret = trigger.configuration.secret;
-  expect(secret).not.toMatch(/^v1:/);
-  expectSealed(await rawTriggerSecret(trigger.id), secret);
+  expect(secret).not.toMatch(/^v[12]:/);
+  expectSealed(await rawTriggerSecret(trigger.id), secret, sealedAt.triggerSecret(trigger.id));
   expect((await kit.t.request.get(`/v1/triggers/${trigger.id}`).set(auth)).body.data.configuration.secret).toBe(secret);
   expect((await kit.t.request.get('/v1/triggers').set(auth)).body.data[0].configuration.secret).toBeUndefined();
   expect((await fireHook(trigger, secret)).status).toBe(202);
@@ -79,7 +80,7 @@ test('a webhook trigger secret is stored sealed, answered in clear, and its hook
   const kept = await kit.t.request.put(`/v1/triggers/${trigger.id}`).set(auth).send({ configuration: { headers: {} } });
   expect(kept.status).toBe(200);
   expect(kept.body.data.configuration.secret).toBe(secret);
-  expectSealed(await rawTriggerSecret(trigger.id), secret);
+  expectSealed(await rawTriggerSecret(trigger.id), secret, sealedAt.triggerSecret(trigger.id));
 });
 
 test('the migration seals secrets stored in clear before it, and they keep signing and verifying', async () => {
@@ -91,8 +92,8 @@ test('the migration seals secrets stored in clear before it, and they keep signi
   await kit.t.query(`update triggers set configuration = jsonb_set(configuration, '{secret}', to_jsonb(?::text)) where id = ?`, ['a-clear-legacy-trigger-secret', trigger.id]);
 
   await runMigration();
-  expectSealed((await rawWebhook(hook.id)).secret, 'a-clear-legacy-webhook-secret');
-  expectSealed(await rawTriggerSecret(trigger.id), 'a-clear-legacy-trigger-secret');
+  expectSealed((await rawWebhook(hook.id)).secret, 'a-clear-legacy-webhook-secret', sealedAt.webhookSecret(hook.id), /^v1:/);
+  expectSealed(await rawTriggerSecret(trigger.id), 'a-clear-legacy-trigger-secret', sealedAt.triggerSecret(trigger.id), /^v1:/);
   // A second run changes nothing.
   const sealed = (await rawWebhook(hook.id)).secret;
   await runMigration();
