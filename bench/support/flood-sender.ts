@@ -33,7 +33,15 @@ async function main(): Promise<void> {
   const flood = async (key: string, prefix: string) => {
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
     await pool(count, concurrency, async (i) => {
-      const res = await fetch(`${base}/v1/messages`, { method: 'POST', headers, body: JSON.stringify({ channel: 'whatsapp', customer_id: `${prefix}${i}`, message: 'hi' }) });
+      const post = () => fetch(`${base}/v1/messages`, { method: 'POST', headers, body: JSON.stringify({ channel: 'whatsapp', customer_id: `${prefix}${i}`, message: 'hi' }) });
+      let res = await post();
+      // As a provider would: a 503 (the service saturated) is retried a second later, a few times.
+      for (let retry = 0; res.status === 503 && retry < 5; retry++) {
+        await res.arrayBuffer();
+        process.stdout.write(`retried ${prefix}${i}\n`);
+        await new Promise((r) => setTimeout(r, 1_000));
+        res = await post();
+      }
       if (!res.ok) throw new Error(`${prefix}${i}: ${res.status} ${await res.text()}`);
       await res.arrayBuffer();
       if (++sent % 100 === 0) process.stdout.write(`sent ${sent}\n`);
