@@ -13,7 +13,8 @@ export const SHARED_WINDOW_MS = 2_000;
 
 /**
  * While other organizations are active, how many of the bound's slots one organization may
- * hold; alone, it may hold them all. See `FairLimiter`.
+ * hold; alone, it may hold them all. See `FairLimiter`. Used by the intake of inbound
+ * messages only: the background calls have no share (a fixed share was a brake on a flood).
  */
 export interface SharedCap {
   /** Slots one key may hold while another key has been active within `windowMs`. */
@@ -21,7 +22,7 @@ export interface SharedCap {
   windowMs: number;
   /**
    * While another key is active and `behind(key)` says so, the key's calls wait (the API's
-   * intake: an organization whose starts already wait for its share); `recheck()` looks again.
+   * intake: an organization whose starts already wait for a slot); `recheck()` looks again.
    */
   behind?: (key: string) => boolean;
 }
@@ -38,10 +39,9 @@ export interface SharedCap {
  * latency (from admission to its end, on `clock`), and that the bound follows.
  *
  * With a `SharedCap`, a key holds at most `share` slots while another key is active (in
- * flight, waiting, or finished within `windowMs`): a flooding organization then keeps
- * fewer calls in flight at Temporal, and the server's queues, which serve calls in arrival
- * order, stay short for the others. Alone, a key may use every slot, so one organization's
- * throughput does not change. With `behind`, a key that is behind elsewhere (the API's
+ * flight, waiting, or finished within `windowMs`): the intake records a flooding
+ * organization's messages one at a time, so its requests do not take a PostgreSQL backend
+ * each. Alone, a key may use every slot. With `behind`, a key that is behind elsewhere (the API's
  * intake: an organization with enough starts waiting already) starts no call while another
  * key is active, until `recheck()` finds it caught up.
  */
