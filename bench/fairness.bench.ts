@@ -32,6 +32,7 @@ import { loadConfig } from '../src/config';
 import { createOrm, migrate } from '../src/db/orm';
 import { entities } from '../src/entities';
 import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
+import { CAPACITY_REDUCED_MSG } from '../src/background-tasks';
 import { freePort, spawnProcess, type SpawnedProcess } from '../test/helpers/process';
 import { benchDatabase, benchTemporal, log, machineLine, optionArg, percentile as pct, positiveIntArg as arg } from './lib';
 
@@ -330,6 +331,8 @@ export async function run(args: string[]): Promise<void> {
     for (const r of starts) log(`  ${r.org}: ${r.n} executions, ${r.late} started more than 2 s after their commit, commit → Temporal start p99 ${r.p99_ms} ms`);
     await explainStages(temporal.address, orm, suffix, 'idle', log);
     await explainStages(temporal.address, orm, suffix, 'flood', log);
+    const reduced = api.lines.filter((l) => l.includes(CAPACITY_REDUCED_MSG)).map((l) => (JSON.parse(l) as { calls_in_flight: number }).calls_in_flight);
+    log(`  API: Temporal calls in flight below their most in ${reduced.length} of its 10 s reports${reduced.length ? ` (least ${Math.min(...reduced)})` : ''}`);
     const cutOff = api.lines.filter((l) => l.includes('cut off at its timeout')).length;
     log(`  API: ${cutOff} Temporal calls cut off at TEMPORAL_CALL_TIMEOUT_MS (left to the reconciler)`);
     process.stdout.write(`ratio=${ratio.toFixed(2)}\n`);

@@ -29,6 +29,12 @@ export interface BackgroundWatch extends QueueWatch {
 /** The fewest Temporal calls the capacity keeps in flight: a stalled Temporal holds this many per process until their timeout. */
 export const MIN_CALLS_IN_FLIGHT = 4;
 
+/** While the capacity is below its most, how often it is logged (a warning: Temporal is queueing). */
+const CAPACITY_REPORT_MS = 10_000;
+
+/** The log line of a reduced capacity; the fairness bench counts it. */
+export const CAPACITY_REDUCED_MSG = 'Temporal answers slower than twice its floor: fewer background calls in flight';
+
 export class BackgroundTasks {
   private readonly running = new Set<Promise<void>>();
   private readonly calls: FairLimiter;
@@ -39,12 +45,31 @@ export class BackgroundTasks {
    * `limit`: the most Temporal calls in flight per process, enough to keep a worker busy
    * and few enough that each answers well inside its timeout. `clock`: for tests.
    */
+  private reportedAt = Number.NEGATIVE_INFINITY;
+  private reduced = false;
+
   constructor(
     private readonly logger: Logger,
-    bound: { limit: number; clock?: () => number },
+    private readonly bound: { limit: number; clock?: () => number },
   ) {
     this.capacity = new AdaptiveCapacity({ min: MIN_CALLS_IN_FLIGHT, max: bound.limit, ...(bound.clock ? { clock: bound.clock } : {}) });
     this.calls = new FairLimiter(this.capacity);
+  }
+
+  /** Logs a capacity below its most every CAPACITY_REPORT_MS while it lasts, and its return to the most once. */
+  private reportCapacity(): void {
+    const { limit, floor, recentLatency } = this.capacity;
+    if (limit < this.bound.limit) {
+      const now = this.capacity.clock();
+      if (now - this.reportedAt < CAPACITY_REPORT_MS) return;
+      this.reportedAt = now;
+      this.reduced = true;
+      this.logger.warn({ calls_in_flight: limit, most: this.bound.limit, floor_ms: floor, recent_ms: recentLatency && Math.round(recentLatency) }, CAPACITY_REDUCED_MSG);
+    } else if (this.reduced) {
+      this.reduced = false;
+      this.reportedAt = Number.NEGATIVE_INFINITY;
+      this.logger.info({ calls_in_flight: limit }, 'Temporal answers near its floor again: every background call slot in use');
+    }
   }
 
   /**
@@ -52,7 +77,8 @@ export class BackgroundTasks {
    * first; with `fairKey` (an organization id), admitted by the fair bound.
    */
   run(what: string, task: () => Promise<unknown>, fairKey?: string, watch?: BackgroundWatch): void {
-    const admitted = fairKey === undefined ? task : () => this.calls.run(fairKey, () => (this.onAdmitted?.(), task()), watch);
+    const admitted =
+      fairKey === undefined ? task : () => this.calls.run(fairKey, () => (this.onAdmitted?.(), task()), watch).finally(() => this.reportCapacity());
     const done: Promise<void> = new Promise((resolve) => setImmediate(resolve))
       .then(admitted)
       .then(

@@ -6,7 +6,7 @@
  * injected clock stands for time, so nothing here depends on the machine's speed).
  */
 import { AdaptiveCapacity } from '../../src/adaptive-capacity';
-import { BackgroundTasks } from '../../src/background-tasks';
+import { BackgroundTasks, CAPACITY_REDUCED_MSG } from '../../src/background-tasks';
 import { ConfigError, loadConfig } from '../../src/config';
 import { FairLimiter } from '../../src/fair-limiter';
 import { createLogger } from '../../src/logger';
@@ -99,7 +99,8 @@ describe('the fair queue of background calls', () => {
 
   it('holds fewer calls in flight while they answer slower than twice their floor, and every slot again once they are fast', async () => {
     const { clock, advance } = fakeClock();
-    const background = new BackgroundTasks(createLogger('silent'), { limit: 16, clock });
+    const lines: Array<{ msg: string; calls_in_flight?: number }> = [];
+    const background = new BackgroundTasks(createLogger('info', { write: (l: string) => void lines.push(JSON.parse(l)) }), { limit: 16, clock });
     const c = calls();
     /** `n` calls that each answer `latencyMs` after it got its slot (a server that answers calls in parallel); the most in flight at once. */
     const inFlightAtOnce = async (n: number, latencyMs: number, prefix: string): Promise<number> => {
@@ -120,9 +121,12 @@ describe('the fair queue of background calls', () => {
     await inFlightAtOnce(200, 60, 'slow');
     expect(background.capacity.limit).toBe(4);
     expect(await inFlightAtOnce(20, 60, 'still-slow')).toBe(4);
+    // An operator is told: Temporal is queueing, and the API holds fewer calls in flight.
+    expect(lines.filter((l) => l.msg === CAPACITY_REDUCED_MSG).length).toBeGreaterThan(0);
     // Fast again: it grows back, one slot per round trip, to every slot.
     await inFlightAtOnce(300, 10, 'recovered');
     expect(background.capacity.limit).toBe(16);
+    expect(lines.at(-1)).toMatchObject({ msg: expect.stringContaining('near its floor again'), calls_in_flight: 16 });
     await background.drain();
   });
 });
