@@ -41,13 +41,14 @@ export class BackgroundTasks {
   /** How many calls may be in flight now, from their latency (exposed for the logs and tests). */
   readonly capacity: AdaptiveCapacity;
 
+  /** When the reduced capacity was last logged (on the capacity's clock), and whether it is reduced. */
+  private reportedAt = Number.NEGATIVE_INFINITY;
+  private reduced = false;
+
   /**
    * `limit`: the most Temporal calls in flight per process, enough to keep a worker busy
    * and few enough that each answers well inside its timeout. `clock`: for tests.
    */
-  private reportedAt = Number.NEGATIVE_INFINITY;
-  private reduced = false;
-
   constructor(
     private readonly logger: Logger,
     private readonly bound: { limit: number; clock?: () => number },
