@@ -1,22 +1,27 @@
 /**
- * `npm run bench -- fairness [--flood 3000] [--flood-concurrency 20] [--idle 400] [--every 200] [--fairness off]`:
- * whether one organization's flood delays another organization's conversations
- * (docs/performance.md, "Fair sharing between organizations").
+ * `npm run bench -- fairness [--flood 3000] [--flood3 1000] [--flood-concurrency 20] [--idle 400] [--every 200] [--fairness off]`:
+ * whether one organization's flood delays another organization's conversations, and
+ * whether sharing the service slows the flood more than the other's share (docs/performance.md,
+ * "Work-conserving fair sharing").
  *
  * Organization B sends one message every `every` ms to a greeter workflow (one message
  * node); its latency is message sent → the greeting's arrival at the channel provider (a
- * local HTTP server in this process, CHANNEL_PROVIDER_URL). Measured twice in the same run,
- * on the same processes:
+ * local HTTP server in this process, CHANNEL_PROVIDER_URL). Phases, in one run, on the
+ * same processes:
  * - idle: B alone, `idle` messages (the baseline). 400 by default: the p99 of 50 was their
  *   maximum and that of 150 their second largest, which moved the ratio by half from run
  *   to run (docs/performance.md); the flood's own p99 is taken over ~800;
- * - flood: while organization A sends `flood` messages to its own greeter at once
- *   (`flood-concurrency` requests in flight), B keeps sending until A's last greeting has
- *   arrived.
+ * - A alone: organization A sends `flood` messages to its own greeter at once
+ *   (`flood-concurrency` requests in flight); its rate (greetings/s) is the reference;
+ * - flood: A floods again while B keeps sending until A's last greeting has arrived; A's
+ *   rate against its rate alone (goal ≥ 70 %);
+ * - three floods: organizations X, Y and Z send `flood3` messages each at once (`flood-concurrency`
+ *   in flight each) while B keeps sending; each one's rate while all three run, and their
+ *   spread (goal: each within ±25 %). `--flood3 0` skips it.
  * The service runs as deployed: the API and the worker in processes of their own
  * (`src/main.ts api|worker`), on a Temporal dev server this bench starts, with task-queue
  * fairness on (`--fairness off`: without, to see what it changes). Last line:
- * `ratio=<B's p99 during the flood / B's idle p99>` (goal: ≤ 2).
+ * `ratio=<B's p99 during A's flood / B's idle p99>` (goal: ≤ 2).
  */
 import { generateSecretsKey } from '../src/secrets';
 import { createServer, type Server } from 'node:http';
@@ -28,6 +33,7 @@ import { loadConfig } from '../src/config';
 import { createOrm, migrate } from '../src/db/orm';
 import { entities } from '../src/entities';
 import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
+import { CAPACITY_REDUCED_MSG } from '../src/background-tasks';
 import { freePort, spawnProcess, type SpawnedProcess } from '../test/helpers/process';
 import { benchDatabase, benchTemporal, log, machineLine, optionArg, percentile as pct, positiveIntArg as arg } from './lib';
 
@@ -122,6 +128,7 @@ export async function run(args: string[]): Promise<void> {
   const idle = arg(args, 'idle', 400);
   const every = arg(args, 'every', 200);
   const fairness = optionArg(args, 'fairness') !== 'off';
+  const flood3 = optionArg(args, 'flood3') === '0' ? 0 : arg(args, 'flood3', Math.round(flood / 3));
   const db = await benchDatabase();
   const temporal = await benchTemporal({ own: true, fairness });
   const arrivals = await startArrivals();
@@ -171,6 +178,7 @@ export async function run(args: string[]): Promise<void> {
     };
     const a = await greeter('a');
     const sendB = (await greeter('b')).send;
+    const floodOrgs = flood3 > 0 ? await Promise.all(['x', 'y', 'z'].map((name) => greeter(name))) : [];
     // The worker is up once a greeting arrives.
     await sendB('b-warmup');
     await until(() => arrivals.firstArrival.has('b-warmup'), 'the worker to answer', 400_000).catch((err: Error) => {
@@ -178,69 +186,142 @@ export async function run(args: string[]): Promise<void> {
     });
 
     log(machineLine());
-    log(`fairness benchmark: flood=${flood} (concurrency ${floodConcurrency}), B every ${every} ms, idle baseline ${idle} messages, task-queue fairness ${fairness ? 'on' : 'OFF'}, temporal=${temporal.address}`);
+    log(`fairness benchmark: flood=${flood} (concurrency ${floodConcurrency}), 3 organizations × ${flood3}, B every ${every} ms, idle baseline ${idle} messages, task-queue fairness ${fairness ? 'on' : 'OFF'}, temporal=${temporal.address}`);
 
-    /** B sends one message every `every` ms while `more()`; the latency of each, once its greeting arrived. */
-    const runB = async (phase: string, more: (i: number) => boolean): Promise<number[]> => {
+    /** B sends one message every `every` ms while `more()`; the latency of each accepted one, once its greeting arrived, by the message's index. */
+    const runB = async (phase: string, more: (i: number) => boolean): Promise<Map<number, number>> => {
       const sent: Array<[string, number]> = [];
       const answered: number[] = [];
+      const refused = new Set<string>();
+      const pending: Promise<unknown>[] = [];
       for (let i = 0; more(i); i++) {
         const customer = `b-${phase}-${i}`;
         const at = performance.now();
         sent.push([customer, at]);
-        void sendB(customer).then(
-          () => answered.push(performance.now() - at),
-          (err: Error) => log(`B ${customer}: ${err.message}`),
+        pending.push(
+          sendB(customer).then(
+            () => answered.push(performance.now() - at),
+            (err: Error) => (refused.add(customer), log(`B ${customer}: ${err.message}`)),
+          ),
         );
         await new Promise((r) => setTimeout(r, Math.max(0, at + every - performance.now())));
       }
-      await until(() => sent.every(([c]) => arrivals.firstArrival.has(c)), `B's ${phase} greetings`, 300_000);
+      await Promise.all(pending);
+      // A refused message (a 503 on a saturated machine) has no greeting to wait for; it is counted, not timed.
+      const accepted = sent.filter(([c]) => !refused.has(c));
+      await until(() => accepted.every(([c]) => arrivals.firstArrival.has(c)), `B's ${phase} greetings`, 300_000);
       // Where B's time goes: the API's answer (its request, the commit) against the rest (the run).
-      log(`  B ${phase}: POST answered ${summary(answered)}`);
-      return sent.map(([c, at]) => arrivals.firstArrival.get(c)! - at);
+      log(`  B ${phase}: POST answered ${summary(answered)}${refused.size > 0 ? `; ${refused.size} refused` : ''}`);
+      return new Map(sent.flatMap(([c, at], i) => (refused.has(c) ? [] : [[i, arrivals.firstArrival.get(c)! - at] as [number, number]])));
     };
 
-    const idleLatencies = await runB('idle', (i) => i < idle);
+    const idleLatencies = [...(await runB('idle', (i) => i < idle)).values()];
     log(`  B alone (idle service):  ${summary(idleLatencies)}`);
 
-    // A's flood comes from a process of its own (bench/support/flood-sender.ts), so that its
-    // requests do not delay this process's timing of B's greetings. It is loaded first and
-    // told to begin once ready, so its start-up is not part of the flood.
-    const sender = spawnProcess(process.execPath, ['--require', 'tsx/cjs', 'bench/support/flood-sender.ts'], {
-      cwd,
-      env: { FLOOD_BASE: base, FLOOD_KEY: a.key, FLOOD_COUNT: String(flood), FLOOD_CONCURRENCY: String(floodConcurrency) },
-    });
-    await sender.waitForLine(/^ready$/, 60_000);
-    const floodStart = performance.now();
-    sender.child.kill('SIGUSR2');
-    let floodFailed: Error | undefined;
-    const floodDone = sender.waitForLine(/^done \d+$/, 3_600_000).catch((err: Error) => void (floodFailed = err));
-    /** A's requests answered so far, from the sender's progress lines (every 100, and the total). */
-    const floodSent = () => {
-      const last = sender.lines.findLast((l) => /^(sent|done) \d+$/.test(l));
-      return last ? Number(last.split(' ')[1]) : 0;
+    /** When each greeting of customers named `prefix…` arrived (performance.now()). */
+    const arrivalsOf = (prefix: string) => [...arrivals.firstArrival].filter(([c]) => c.startsWith(prefix)).map(([, at]) => at);
+    /**
+     * A flood of `count` messages per organization from a process of its own
+     * (bench/support/flood-sender.ts), so that its requests do not delay this process's
+     * timing of B's greetings. It is loaded first and told to begin once ready, so its
+     * start-up is not part of the flood. `done()` resolves once every greeting arrived.
+     */
+    const startFlood = async (orgs: Array<{ key: string; prefix: string }>, count: number) => {
+      const sender = spawnProcess(process.execPath, ['--require', 'tsx/cjs', 'bench/support/flood-sender.ts'], {
+        cwd,
+        env: {
+          FLOOD_BASE: base,
+          FLOOD_KEYS: orgs.map((o) => o.key).join(','),
+          FLOOD_PREFIXES: orgs.map((o) => o.prefix).join(','),
+          FLOOD_COUNT: String(count),
+          FLOOD_CONCURRENCY: String(floodConcurrency),
+        },
+      });
+      await sender.waitForLine(/^ready$/, 60_000);
+      const startedAt = performance.now();
+      sender.child.kill('SIGUSR2');
+      let failed: Error | undefined;
+      const requestsDone = sender.waitForLine(/^done \d+$/, 3_600_000).catch((err: Error) => void (failed = err));
+      /** Requests answered so far, from the sender's progress lines (every 100, and the total). */
+      const sent = () => {
+        const last = sender.lines.findLast((l) => /^(sent|done) \d+$/.test(l));
+        return last ? Number(last.split(' ')[1]) : 0;
+      };
+      const arrived = () => orgs.every((o) => arrivalsOf(o.prefix).length >= count);
+      return {
+        startedAt,
+        sent,
+        arrived: () => {
+          if (failed) throw failed;
+          return arrived();
+        },
+        done: async () => {
+          await until(() => (failed ? true : arrived()), 'the flood\'s greetings', 3_600_000);
+          await requestsDone;
+          if (failed) throw failed;
+        },
+      };
     };
-    const aArrived = () => [...arrivals.firstArrival.keys()].filter((c) => c.startsWith('a-')).length;
-    let aDone = false;
+    /** Greetings per second of customers `prefix…` from `from` to `to` (default: its last greeting). */
+    const rateOf = (prefix: string, from: number, to?: number) => {
+      const times = arrivalsOf(prefix);
+      const end = to ?? Math.max(...times);
+      return times.filter((t) => t <= end).length / ((end - from) / 1000);
+    };
+    /** A pause for the API's "recently active" windows (2 s) and the worker's backlog to empty between phases. */
+    const pause = () => new Promise((r) => setTimeout(r, 3_000));
+
+    // A alone: the rate the service gives one organization's flood, the reference for A's rate with B.
+    await pause();
+    const alone = await startFlood([{ key: a.key, prefix: 'a0-' }], flood);
+    await alone.done();
+    const aloneRate = rateOf('a0-', alone.startedAt);
+    log(`  A alone: ${flood} greetings in ${((Math.max(...arrivalsOf('a0-')) - alone.startedAt) / 1000).toFixed(1)} s (${aloneRate.toFixed(1)} executions/s)`);
+
+    await pause();
+    const floodA = await startFlood([{ key: a.key, prefix: 'a-' }], flood);
+    const floodStart = floodA.startedAt;
     // Which of B's messages were sent while A's requests were still arriving (the API's share)
     // and which after (the runs' share).
     const duringRequests = new Set<number>();
-    const floodLatencies = await runB('flood', (i) => {
-      if (floodFailed) throw floodFailed;
-      if (floodSent() < flood) duringRequests.add(i);
-      return !aDone && (aDone = aArrived() >= flood) === false;
+    let aDone = false;
+    const floodByIndex = await runB('flood', (i) => {
+      if (floodA.sent() < flood) duringRequests.add(i);
+      return !aDone && (aDone = floodA.arrived()) === false;
     });
-    const split = (during: boolean) => floodLatencies.filter((_, i) => duringRequests.has(i) === during);
-    if (duringRequests.size > 0 && duringRequests.size < floodLatencies.length) {
+    const floodLatencies = [...floodByIndex.values()];
+    const split = (during: boolean) => [...floodByIndex].filter(([i]) => duringRequests.has(i) === during).map(([, ms]) => ms);
+    if (split(true).length > 0 && split(false).length > 0) {
       log(`    B while A's requests arrived: ${summary(split(true))}`);
       log(`    B after them (A's runs only): ${summary(split(false))}`);
     }
-    await floodDone;
-    const floodSeconds = (performance.now() - floodStart) / 1000;
+    await floodA.done();
+    const floodSeconds = (Math.max(...arrivalsOf('a-')) - floodStart) / 1000;
     log(`  B during A's flood:      ${summary(floodLatencies)}`);
-    log(`  A's flood: ${floodSent()} messages accepted, ${aArrived()} greetings in ${floodSeconds.toFixed(1)} s (${(flood / floodSeconds).toFixed(0)} executions/s)`);
+    const withBRate = rateOf('a-', floodStart);
+    log(`  A's flood: ${floodA.sent()} messages accepted, ${flood} greetings in ${floodSeconds.toFixed(1)} s (${withBRate.toFixed(1)} executions/s)`);
+    log(`  A's rate with B active ${withBRate.toFixed(1)}/s against alone ${aloneRate.toFixed(1)}/s: ${((100 * withBRate) / aloneRate).toFixed(0)} % (goal: ≥ 70 %)`);
     const ratio = pct(floodLatencies, 99) / pct(idleLatencies, 99);
     log(`  B's p50 ${(pct(floodLatencies, 50) / pct(idleLatencies, 50)).toFixed(2)}x and p99 ${ratio.toFixed(2)}x idle (goal: p99 ≤ 2x)`);
+
+    if (floodOrgs.length > 0) {
+      // Three organizations flood at once while B trickles: their rates over the time all three
+      // were still running (until the first one's last greeting), and their spread.
+      await pause();
+      const prefixes = ['x-', 'y-', 'z-'];
+      const three = await startFlood(floodOrgs.map((o, i) => ({ key: o.key, prefix: prefixes[i]! })), flood3);
+      let threeDone = false;
+      const threeLatencies = [...(await runB('flood3', () => !threeDone && (threeDone = three.arrived()) === false)).values()];
+      await three.done();
+      const firstDone = Math.min(...prefixes.map((p) => Math.max(...arrivalsOf(p))));
+      const rates = prefixes.map((p) => rateOf(p, three.startedAt, firstDone));
+      const mean = rates.reduce((x, y) => x + y, 0) / rates.length;
+      const spread = Math.max(...rates.map((r) => Math.abs(r - mean) / mean));
+      log(`  B during 3 organizations' floods: ${summary(threeLatencies)}; p99 ${(pct(threeLatencies, 99) / pct(idleLatencies, 99)).toFixed(2)}x idle`);
+      log(`  3 floods at once, rates while all three ran (${((firstDone - three.startedAt) / 1000).toFixed(1)} s): ${rates.map((r, i) => `${'XYZ'[i]} ${r.toFixed(1)}/s`).join(', ')}; together ${(rates.reduce((x, y) => x + y, 0)).toFixed(1)}/s`);
+      log(`  3 floods' spread: each within ±${(100 * spread).toFixed(0)} % of their mean, slowest/fastest ${(Math.min(...rates) / Math.max(...rates)).toFixed(2)} (goal: ±25 %)`);
+      log(`  3 floods, whole runs: ${prefixes.map((p, i) => `${'XYZ'[i]} ${rateOf(p, three.startedAt).toFixed(1)}/s`).join(', ')}`);
+    }
     // Where a slow start came from: the API's Temporal start (cut off at TEMPORAL_CALL_TIMEOUT_MS
     // under the flood) leaves the row to the worker's reconciler, seconds later.
     const starts = await orm.em.fork().getConnection().execute<Array<{ org: string; n: number; late: number; p99_ms: number }>>(
@@ -252,6 +333,8 @@ export async function run(args: string[]): Promise<void> {
     for (const r of starts) log(`  ${r.org}: ${r.n} executions, ${r.late} started more than 2 s after their commit, commit → Temporal start p99 ${r.p99_ms} ms`);
     await explainStages(temporal.address, orm, suffix, 'idle', log);
     await explainStages(temporal.address, orm, suffix, 'flood', log);
+    const reduced = api.lines.filter((l) => l.includes(CAPACITY_REDUCED_MSG)).map((l) => (JSON.parse(l) as { calls_in_flight: number }).calls_in_flight);
+    log(`  API: Temporal calls in flight below their most in ${reduced.length} of its 10 s reports${reduced.length ? ` (least ${Math.min(...reduced)})` : ''}`);
     const cutOff = api.lines.filter((l) => l.includes('cut off at its timeout')).length;
     log(`  API: ${cutOff} Temporal calls cut off at TEMPORAL_CALL_TIMEOUT_MS (left to the reconciler)`);
     process.stdout.write(`ratio=${ratio.toFixed(2)}\n`);

@@ -5,16 +5,20 @@
  * unhandled. Whatever a task leaves undone (a crash, an outage) is finished by the
  * worker's reconciler, which looks for committed rows without a confirmed start or signal.
  *
- * Tasks that name an organization (`fairKey`) are admitted fairly: at most
- * `BACKGROUND_CALLS_IN_FLIGHT` at once in this process, the others waiting in one queue per
- * organization, served in turn, and at most `BACKGROUND_CALLS_PER_ORGANIZATION` of one
- * organization's while another's are active (src/fair-limiter.ts). Without a bound, a flood of messages (accepted far faster
- * than Temporal starts runs) piled up calls that each waited past TEMPORAL_CALL_TIMEOUT_MS,
- * was cut off and fell to the reconciler, where another organization's next conversation
- * waited behind the flood for minutes (docs/performance.md, "Fair sharing between
- * organizations").
+ * Tasks that name an organization (`fairKey`) are admitted fairly (src/fair-limiter.ts):
+ * as many at once in this process as Temporal answers without a queue building up
+ * (src/adaptive-capacity.ts: at most `BACKGROUND_CALLS_IN_FLIGHT`, at least
+ * `MIN_CALLS_IN_FLIGHT`), the others waiting in one queue per organization; a free slot goes
+ * to the organization with the fewest calls in flight. An organization alone may use every
+ * slot; another's call takes the next free one. Without a bound, a flood of messages
+ * (accepted far faster than Temporal starts runs) piled up calls that each waited past
+ * TEMPORAL_CALL_TIMEOUT_MS, was cut off and fell to the reconciler, where another
+ * organization's next conversation waited behind the flood for minutes; with a fixed share
+ * per organization, a flood crawled while the machine sat half idle (docs/performance.md,
+ * "Work-conserving fair sharing").
  */
-import { AbandonedError, FairLimiter, type QueueWatch, SHARED_WINDOW_MS } from './fair-limiter';
+import { AdaptiveCapacity } from './adaptive-capacity';
+import { AbandonedError, FairLimiter, type QueueWatch } from './fair-limiter';
 import type { Logger } from './logger';
 
 /** A `QueueWatch` that is also told when its call was dropped at shutdown (`drain`), which waits for it. */
@@ -22,20 +26,51 @@ export interface BackgroundWatch extends QueueWatch {
   abandoned(): Promise<void>;
 }
 
+/** The fewest Temporal calls the capacity keeps in flight: a stalled Temporal holds this many per process until their timeout. */
+export const MIN_CALLS_IN_FLIGHT = 4;
+
+/** While the capacity is below its most, how often it is logged (a warning: Temporal is queueing). */
+const CAPACITY_REPORT_MS = 10_000;
+
+/** The log line of a reduced capacity; the fairness bench counts it. */
+export const CAPACITY_REDUCED_MSG = 'Temporal answers slower than twice its floor: fewer background calls in flight';
+
 export class BackgroundTasks {
   private readonly running = new Set<Promise<void>>();
   private readonly calls: FairLimiter;
+  /** How many calls may be in flight now, from their latency (exposed for the logs and tests). */
+  readonly capacity: AdaptiveCapacity;
+
+  /** When the reduced capacity was last logged (on the capacity's clock), and whether it is reduced. */
+  private reportedAt = Number.NEGATIVE_INFINITY;
+  private reduced = false;
 
   /**
-   * `limit`: Temporal calls in flight per process, enough to keep a worker busy and few
-   * enough that each answers well inside its timeout; `share`: one organization's slots
-   * while others are active.
+   * `limit`: the most Temporal calls in flight per process, enough to keep a worker busy
+   * and few enough that each answers well inside its timeout. `clock`: for tests.
    */
   constructor(
     private readonly logger: Logger,
-    bound: { limit: number; share: number },
+    private readonly bound: { limit: number; clock?: () => number },
   ) {
-    this.calls = new FairLimiter(bound.limit, bound.share < bound.limit ? { share: bound.share, windowMs: SHARED_WINDOW_MS } : undefined);
+    this.capacity = new AdaptiveCapacity({ min: MIN_CALLS_IN_FLIGHT, max: bound.limit, ...(bound.clock ? { clock: bound.clock } : {}) });
+    this.calls = new FairLimiter(this.capacity);
+  }
+
+  /** Logs a capacity below its most every CAPACITY_REPORT_MS while it lasts, and its return to the most once. */
+  private reportCapacity(): void {
+    const { limit, floor, recentLatency } = this.capacity;
+    if (limit < this.bound.limit) {
+      const now = this.capacity.clock();
+      if (now - this.reportedAt < CAPACITY_REPORT_MS) return;
+      this.reportedAt = now;
+      this.reduced = true;
+      this.logger.warn({ calls_in_flight: limit, most: this.bound.limit, floor_ms: floor, recent_ms: recentLatency && Math.round(recentLatency) }, CAPACITY_REDUCED_MSG);
+    } else if (this.reduced) {
+      this.reduced = false;
+      this.reportedAt = Number.NEGATIVE_INFINITY;
+      this.logger.info({ calls_in_flight: limit }, 'Temporal answers near its floor again: every background call slot in use');
+    }
   }
 
   /**
@@ -43,7 +78,8 @@ export class BackgroundTasks {
    * first; with `fairKey` (an organization id), admitted by the fair bound.
    */
   run(what: string, task: () => Promise<unknown>, fairKey?: string, watch?: BackgroundWatch): void {
-    const admitted = fairKey === undefined ? task : () => this.calls.run(fairKey, () => (this.onAdmitted?.(), task()), watch);
+    const admitted =
+      fairKey === undefined ? task : () => this.calls.run(fairKey, () => (this.onAdmitted?.(), task()), watch).finally(() => this.reportCapacity());
     const done: Promise<void> = new Promise((resolve) => setImmediate(resolve))
       .then(admitted)
       .then(
@@ -57,7 +93,7 @@ export class BackgroundTasks {
     this.running.add(done);
   }
 
-  /** How many of the organization's calls wait for its share of the bound now. */
+  /** How many of the organization's calls wait for a slot now. */
   waitingCalls(organizationId: string): number {
     return this.calls.waitingCount(organizationId);
   }

@@ -37,11 +37,8 @@ export const configDocs: Record<string, VariableDoc> = {
     testOnly: true,
   },
   BACKGROUND_CALLS_IN_FLIGHT: {
-    description: "the API's Temporal starts and reply signals in flight per process; the rest wait, one queue per organization, served in turn",
-  },
-  BACKGROUND_CALLS_PER_ORGANIZATION: {
     description:
-      "of those, how many one organization may hold while another organization's calls ran within the last 2 s; alone it may hold them all. A start holds its slot until its stamp is written (batched every 200 ms), so 2 is about 10 starts a second per API process while others are active ([performance.md](performance.md#fairness))",
+      "the most Temporal starts and reply signals in flight per API process; fewer (down to 4) while Temporal answers slower than twice its lowest latency of the last minute, so its queue stays short. The rest wait, one queue per organization: a free slot goes to the organization with the fewest calls in flight; an organization alone may use every slot. `BACKGROUND_CALLS_PER_ORGANIZATION` (a fixed share) is removed and refused at start ([performance.md](performance.md#fairness))",
   },
   INBOUND_MESSAGES_PER_ORGANIZATION: {
     description:
@@ -49,7 +46,7 @@ export const configDocs: Record<string, VariableDoc> = {
   },
   INBOUND_STARTS_WAITING_PER_ORGANIZATION: {
     description:
-      "while another organization's messages arrived within the last 2 s and this many of an organization's Temporal starts wait for its share (`BACKGROUND_CALLS_PER_ORGANIZATION`), its next inbound message waits to be recorded until one of them leaves: a flood is recorded as fast as its conversations start ([performance.md](performance.md#fairness))",
+      "while another organization's messages arrived within the last 2 s and this many of an organization's Temporal starts wait for a slot among the API process's Temporal calls (`BACKGROUND_CALLS_IN_FLIGHT`; they wait only while Temporal is busy), its next inbound message waits to be recorded until one of them leaves: a flood is recorded as fast as its conversations start ([performance.md](performance.md#fairness))",
   },
   WORKER_ACTIVITY_SLOTS: {
     description: "activities the worker runs at once; tasks beyond the slots wait in the Temporal server's fair queues",

@@ -83,14 +83,12 @@ export const envSchema = z.object({
   TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: z.coerce.number().int().min(100).max(10_000).optional(),
   /**
    * The API's background Temporal calls (execution starts, reply signals): at most this
-   * many in flight per process, served to the organizations in turn; and while more than
-   * one organization is active, at most BACKGROUND_CALLS_PER_ORGANIZATION of them for one
-   * organization (docs/performance.md, "Fair sharing between organizations"). A start keeps
-   * its slot until its stamp is written (batched every 200 ms, start-stamps.ts), so a share
-   * of 2 is about 10 starts a second per process while others are active.
+   * many in flight per process, fewer while Temporal answers slower than twice its idle
+   * latency (src/adaptive-capacity.ts); the waiting calls are served to the organizations
+   * fairly, the one with the fewest in flight first (docs/performance.md, "Work-conserving
+   * fair sharing"). BACKGROUND_CALLS_PER_ORGANIZATION, a fixed share, is refused (loadConfig).
    */
   BACKGROUND_CALLS_IN_FLIGHT: positiveInt.default(16),
-  BACKGROUND_CALLS_PER_ORGANIZATION: positiveInt.default(2),
   /**
    * Inbound messages (`POST /v1/messages`) one organization may have recorded at once in an
    * API process while another organization's messages arrived within the last 2 s; the rest
@@ -100,7 +98,7 @@ export const envSchema = z.object({
   INBOUND_MESSAGES_PER_ORGANIZATION: positiveInt.default(1),
   /**
    * While another organization is active, an organization's next inbound message waits to be
-   * recorded as long as this many of its execution starts wait for its share of the API's
+   * recorded as long as this many of its execution starts wait for a slot among the API's
    * Temporal calls: its messages are then recorded as fast as its conversations start
    * (docs/performance.md, "Recording at the pace of the starts, and a flooding organization's share").
    */
@@ -314,6 +312,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { require
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const c = parsed.data;
+  if (env.BACKGROUND_CALLS_PER_ORGANIZATION !== undefined) {
+    throw new ConfigError(
+      'Invalid configuration:\n  BACKGROUND_CALLS_PER_ORGANIZATION: removed; an organization alone uses every slot of BACKGROUND_CALLS_IN_FLIGHT, and several share them fairly as Temporal\'s latency allows (docs/performance.md, "Work-conserving fair sharing"). Unset it.',
+    );
+  }
   const baseUrl = (c.PUBLIC_BASE_URL ?? `http://localhost:${c.PORT}`).replace(/\/+$/, '');
   if (c.FILE_STORAGE === 's3' && !c.S3_BUCKET) throw new ConfigError('Invalid configuration:\n  S3_BUCKET: required when FILE_STORAGE=s3');
   if (c.NODE_ENV === 'production' && c.FORM_TIMEOUT_MIN_SECONDS !== undefined) {

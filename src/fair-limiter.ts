@@ -1,16 +1,20 @@
 /**
- * Owns `FairLimiter`: a concurrency bound that serves organizations in turn and, while
- * several are active, holds each to a share. The API admits its background Temporal calls
- * through it (src/background-tasks.ts; docs/performance.md, "Fair sharing between
- * organizations").
+ * Owns `FairLimiter`: a concurrency bound that serves organizations fairly: the one with
+ * the fewest calls in flight first, in turn among equals. The API admits its background
+ * Temporal calls through it, under a capacity that adapts to the calls' latency
+ * (src/background-tasks.ts, src/adaptive-capacity.ts), and its inbound messages, with a
+ * share per organization while several are active (src/modules/inbound/inbound-state.ts;
+ * docs/performance.md, "Work-conserving fair sharing").
  */
+import type { AdaptiveCapacity } from './adaptive-capacity';
 
 /** How recently another organization must have been active for the process's shared caps to apply. */
 export const SHARED_WINDOW_MS = 2_000;
 
 /**
  * While other organizations are active, how many of the bound's slots one organization may
- * hold; alone, it may hold them all. See `FairLimiter`.
+ * hold; alone, it may hold them all. See `FairLimiter`. Used by the intake of inbound
+ * messages only: the background calls have no share (a fixed share was a brake on a flood).
  */
 export interface SharedCap {
   /** Slots one key may hold while another key has been active within `windowMs`. */
@@ -18,21 +22,26 @@ export interface SharedCap {
   windowMs: number;
   /**
    * While another key is active and `behind(key)` says so, the key's calls wait (the API's
-   * intake: an organization whose starts already wait for its share); `recheck()` looks again.
+   * intake: an organization whose starts already wait for a slot); `recheck()` looks again.
    */
   behind?: (key: string) => boolean;
 }
 
 /**
- * A concurrency bound whose waiters are served round-robin by key, each key's in arrival
- * order. Written here because the usual limiters (p-limit, p-queue) serve one FIFO queue,
- * which is exactly the unfairness this is for.
+ * A concurrency bound whose waiters are served by key, each key's in arrival order: a free
+ * slot goes to the waiting key with the fewest calls in flight, and among equals to the
+ * one served longest ago (round-robin). So a key that is alone may take every slot (the
+ * bound is work-conserving), and a newcomer's call takes the next free slot, ahead of the
+ * keys that hold many. Written here because the usual limiters (p-limit, p-queue) serve one
+ * FIFO queue, which is exactly the unfairness this is for.
+ *
+ * The bound is a number, or an `AdaptiveCapacity` that each finished call tells its
+ * latency (from admission to its end, on `clock`), and that the bound follows.
  *
  * With a `SharedCap`, a key holds at most `share` slots while another key is active (in
- * flight, waiting, or finished within `windowMs`): a flooding organization then keeps
- * fewer calls in flight at Temporal, and the server's queues, which serve calls in arrival
- * order, stay short for the others. Alone, a key may use every slot, so one organization's
- * throughput does not change. With `behind`, a key that is behind elsewhere (the API's
+ * flight, waiting, or finished within `windowMs`): the intake records a flooding
+ * organization's messages one at a time, so its requests do not take a PostgreSQL backend
+ * each. Alone, a key may use every slot. With `behind`, a key that is behind elsewhere (the API's
  * intake: an organization with enough starts waiting already) starts no call while another
  * key is active, until `recheck()` finds it caught up.
  */
@@ -45,9 +54,13 @@ export class FairLimiter {
   private readonly lastActive = new Map<string, number>();
 
   constructor(
-    private readonly limit: number,
+    private readonly bound: number | AdaptiveCapacity,
     private readonly cap?: SharedCap,
   ) {}
+
+  private get limit(): number {
+    return typeof this.bound === 'number' ? this.bound : this.bound.limit;
+  }
 
   /** `watch` hears when the call has to wait for a slot and when it gets one (never for a call admitted at once). */
   async run<T>(key: string, task: () => Promise<T>, watch?: QueueWatch): Promise<T> {
@@ -65,9 +78,13 @@ export class FairLimiter {
       });
       watch?.admitted();
     }
+    const adaptive = typeof this.bound === 'number' ? undefined : this.bound;
+    const admittedAt = adaptive?.clock();
     try {
       return await task();
     } finally {
+      // Whether the bound was in full use when this call finished: only then may it grow.
+      if (adaptive) adaptive.observe(adaptive.clock() - admittedAt!, this.inFlight >= this.limit || this.waiting.size > 0);
       this.inFlight--;
       const left = (this.held.get(key) ?? 1) - 1;
       if (left > 0) this.held.set(key, left);
@@ -100,18 +117,22 @@ export class FairLimiter {
   }
 
   /**
-   * Free slots go to the waiting keys in turn, each its oldest caller, the key then to the
-   * back of the line; a key at its shared cap is passed over (its own calls in flight hand
-   * over again when they finish).
+   * Each free slot goes to the waiting key with the fewest calls in flight (the first of
+   * them in line), its oldest caller, the key then to the back of the line; a key at its
+   * shared cap is passed over (its own calls in flight hand over again when they finish).
    */
   private handOver(): void {
-    for (const [key, queue] of this.waiting) {
-      if (this.inFlight >= this.limit) return;
-      if (!this.mayTake(key)) continue;
-      this.waiting.delete(key);
+    while (this.inFlight < this.limit) {
+      let next: string | undefined;
+      for (const key of this.waiting.keys()) {
+        if ((next === undefined || (this.held.get(key) ?? 0) < (this.held.get(next) ?? 0)) && this.mayTake(key)) next = key;
+      }
+      if (next === undefined) return;
+      const queue = this.waiting.get(next)!;
+      this.waiting.delete(next);
       const first = queue.shift()!;
-      if (queue.length > 0) this.waiting.set(key, queue);
-      this.take(key);
+      if (queue.length > 0) this.waiting.set(next, queue);
+      this.take(next);
       first.admit();
     }
   }

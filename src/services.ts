@@ -131,7 +131,7 @@ export async function createServices(config: Config, overrides: { logger?: Logge
     }),
     endpoints: endpointsFromConfig(config),
     files: createFileStorage(config),
-    background: new BackgroundTasks(logger, { limit: config.BACKGROUND_CALLS_IN_FLIGHT, share: config.BACKGROUND_CALLS_PER_ORGANIZATION }),
+    background: new BackgroundTasks(logger, { limit: config.BACKGROUND_CALLS_IN_FLIGHT }),
   };
 }
 

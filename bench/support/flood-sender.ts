@@ -1,8 +1,10 @@
 /**
  * The fairness bench's flood, sent from a process of its own: `tsx bench/support/flood-sender.ts`
- * with FLOOD_BASE, FLOOD_KEY, FLOOD_COUNT and FLOOD_CONCURRENCY in its environment. Posts
- * FLOOD_COUNT inbound messages (customers `a-0` …) with FLOOD_CONCURRENCY in flight, prints
- * `sent <n>` every 100 and `done <n>` at the end. In the bench's own process, the flood's
+ * with FLOOD_BASE, FLOOD_KEYS, FLOOD_PREFIXES, FLOOD_COUNT and FLOOD_CONCURRENCY in its
+ * environment. For each API key of FLOOD_KEYS (comma-separated; one organization each), posts
+ * FLOOD_COUNT inbound messages (customers `<prefix>0` …, the key's prefix of FLOOD_PREFIXES)
+ * with FLOOD_CONCURRENCY in flight, the organizations at once; prints `sent <n>` every 100
+ * (all organizations together) and `done <n>` at the end. In the bench's own process, the flood's
  * requests kept the event loop busy, and B's greetings were timed late by that loop, not by
  * the service.
  *
@@ -16,10 +18,11 @@ async function main(): Promise<void> {
   const base = process.env.FLOOD_BASE!;
   const count = Number(process.env.FLOOD_COUNT);
   const concurrency = Number(process.env.FLOOD_CONCURRENCY);
-  const headers = { 'content-type': 'application/json', authorization: `Bearer ${process.env.FLOOD_KEY}` };
+  const keys = process.env.FLOOD_KEYS!.split(',');
+  const prefixes = process.env.FLOOD_PREFIXES!.split(',');
   let sent = 0;
   // The warm-up of the header comment: fetch's own loading and its connections.
-  await pool(concurrency, concurrency, async () => void (await (await fetch(`${base}/healthz`)).arrayBuffer()));
+  await pool(concurrency * keys.length, concurrency * keys.length, async () => void (await (await fetch(`${base}/healthz`)).arrayBuffer()));
   await new Promise<void>((go) => {
     // A signal listener does not keep the process alive: without this timer it could exit
     // between `ready` and the signal (it did, once the pipe's write had drained).
@@ -27,12 +30,24 @@ async function main(): Promise<void> {
     process.once('SIGUSR2', () => (clearInterval(alive), go()));
     process.stdout.write('ready\n');
   });
-  await pool(count, concurrency, async (i) => {
-    const res = await fetch(`${base}/v1/messages`, { method: 'POST', headers, body: JSON.stringify({ channel: 'whatsapp', customer_id: `a-${i}`, message: 'hi' }) });
-    if (!res.ok) throw new Error(`a-${i}: ${res.status} ${await res.text()}`);
-    await res.arrayBuffer();
-    if (++sent % 100 === 0) process.stdout.write(`sent ${sent}\n`);
-  });
+  const flood = async (key: string, prefix: string) => {
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
+    await pool(count, concurrency, async (i) => {
+      const post = () => fetch(`${base}/v1/messages`, { method: 'POST', headers, body: JSON.stringify({ channel: 'whatsapp', customer_id: `${prefix}${i}`, message: 'hi' }) });
+      let res = await post();
+      // As a provider would: a 503 (the service saturated) is retried a second later, a few times.
+      for (let retry = 0; res.status === 503 && retry < 5; retry++) {
+        await res.arrayBuffer();
+        process.stdout.write(`retried ${prefix}${i}\n`);
+        await new Promise((r) => setTimeout(r, 1_000));
+        res = await post();
+      }
+      if (!res.ok) throw new Error(`${prefix}${i}: ${res.status} ${await res.text()}`);
+      await res.arrayBuffer();
+      if (++sent % 100 === 0) process.stdout.write(`sent ${sent}\n`);
+    });
+  };
+  await Promise.all(keys.map((key, i) => flood(key, prefixes[i]!)));
   process.stdout.write(`done ${sent}\n`);
 }
 

@@ -1,7 +1,8 @@
 /**
- * The fair bound of background Temporal calls (src/background-tasks.ts): at most `limit`
- * run at once, and waiting callers are served one organization at a time, in turn, each
- * organization's own in arrival order.
+ * The fair bound of background Temporal calls (src/background-tasks.ts) and of the intake
+ * of inbound messages (inbound-state.ts): at most `limit` run at once, and waiting callers
+ * are served the organization with the fewest in flight first, in turn among equals, each
+ * organization's own in arrival order. The adaptive capacity itself: adaptive-capacity.test.ts.
  */
 import { BackgroundTasks } from '../../src/background-tasks';
 import { FairLimiter } from '../../src/fair-limiter';
@@ -106,7 +107,7 @@ it('lets a key past its share once the others have been quiet for the window', a
 it('drops the calls still waiting at shutdown, runs none of them, and finishes those in flight', async () => {
   const lines: string[] = [];
   const logger = createLogger('info', { write: (l: string) => void lines.push(l) });
-  const background = new BackgroundTasks(logger, { limit: 1, share: 1 });
+  const background = new BackgroundTasks(logger, { limit: 1 });
   const started: string[] = [];
   const first = gate(started, 'first');
   background.run('start', first.task, 'a');
@@ -151,7 +152,7 @@ it('with no bound of its own, holds an organization to its share only while anot
 });
 
 it('gives a dropped waiting call\'s watch its say before the drain ends (the leases of queued starts are given back)', async () => {
-  const tasks = new BackgroundTasks(createLogger('silent'), { limit: 1, share: 1 });
+  const tasks = new BackgroundTasks(createLogger('silent'), { limit: 1 });
   const started: string[] = [];
   const held = gate(started, 'held');
   const given: string[] = [];
@@ -199,11 +200,11 @@ it('holds an organization that is behind while another is active until a recheck
 
 it("records an organization's messages only while fewer than INBOUND_STARTS_WAITING_PER_ORGANIZATION of its starts wait, with another active", async () => {
   const config = { INBOUND_MESSAGES_PER_ORGANIZATION: 1, INBOUND_STARTS_WAITING_PER_ORGANIZATION: 2 };
-  const background = new BackgroundTasks(createLogger('silent'), { limit: 4, share: 1 });
+  const background = new BackgroundTasks(createLogger('silent'), { limit: 2 });
   const { intake } = createInboundState({ config, background, hotPool: {}, logger: createLogger('silent') } as unknown as Services);
   const started: string[] = [];
   const starts = Object.fromEntries(['b1', 'a1', 'a2', 'a3', 'a4'].map((n) => [n, gate(started, n)]));
-  // b holds a start (another organization is active); a's first start runs, its next two wait for a's share.
+  // b holds a start (another organization is active); a's first start takes the other slot, its next two wait.
   background.run('execution start', starts.b1!.task, 'b');
   for (const n of ['a1', 'a2', 'a3']) background.run('execution start', starts[n]!.task, 'a');
   await tick();

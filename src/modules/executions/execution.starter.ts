@@ -317,10 +317,16 @@ export const EXECUTION_START: StartKind<PendingExecution> = {
  * batch of `batchStamp` (inbound messages' starts), else at once (`dispatchStart`). Never
  * throws for a Temporal outage: the row stays unstamped and the reconciler retries it.
  * Returns whether the start is confirmed.
+ *
+ * A batched stamp is a background task of its own (drained at shutdown like the start):
+ * the start returns once Temporal has answered, so its slot among the API's Temporal calls
+ * is not held for the batch's window (up to 200 ms) too, which made a slot start about 5
+ * conversations a second (docs/performance.md, "Work-conserving fair sharing").
  */
 export async function dispatchExecution(services: Services, pending: PendingExecution, opts: { batchStamp?: StartStamps } = {}): Promise<boolean> {
   const batch = opts.batchStamp;
-  return await dispatchStart(services, EXECUTION_START, pending, batch ? { stamp: (id) => batch.add(id) } : {});
+  const stampLater = async (id: string) => services.background.run('start stamp', () => batch!.add(id));
+  return await dispatchStart(services, EXECUTION_START, pending, batch ? { stamp: stampLater } : {});
 }
 
 /** The claim of one named execution that runs but was never started (bindings: lease ms, id), as the reconciler claims. */

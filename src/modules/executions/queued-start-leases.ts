@@ -2,8 +2,8 @@
  * Leases the executions whose Temporal start waits in this API process's fair queue
  * (src/fair-limiter.ts), so that the worker's reconciler leaves them to the queue.
  *
- * Why: while another organization is active, a flooding organization's starts wait for
- * its share of the API's slots, often longer than EXECUTION_RECONCILE_GRACE_MS. The
+ * Why: while Temporal is busy, a flooding organization's starts wait for
+ * a slot among the API's Temporal calls, often longer than EXECUTION_RECONCILE_GRACE_MS. The
  * reconciler then took the oldest of them, 100 a pass, one after the other as fast as
  * Temporal answered: every ~7 s a burst of runs that took both cores, and the other
  * organizations' conversations waited behind each burst. The flood's own pace did not

@@ -14,17 +14,18 @@ export interface InboundState {
   messageTargets: MessageTargetsCache;
   /** Batched `temporal_started_at` stamps of inbound messages' starts (executions/start-stamps.ts). */
   startStamps: StartStamps;
-  /** Leases on the executions whose start waits for the organization's share (executions/queued-start-leases.ts). */
+  /** Leases on the executions whose start waits for a slot (executions/queued-start-leases.ts). */
   queuedStarts: QueuedStartLeases;
   /**
    * Admits inbound messages: while other organizations' messages arrive, one organization
    * records at most INBOUND_MESSAGES_PER_ORGANIZATION at once (no bound when it is alone).
    * A flood's 20 requests in flight were 20 busy PostgreSQL backends, each a process that
    * took its slice of both cores beside the worker and the others' requests. While
-   * INBOUND_STARTS_WAITING_PER_ORGANIZATION of the organization's starts already wait for its
-   * share (`BackgroundTasks.waitingCalls`), its next message waits to be recorded until one
-   * of them leaves: recording faster than its conversations start would only lengthen its
-   * backlog, and the recording's CPU is what the others' conversations needed.
+   * INBOUND_STARTS_WAITING_PER_ORGANIZATION of the organization's starts already wait for a
+   * slot among the API's Temporal calls (`BackgroundTasks.waitingCalls`: they wait only
+   * while Temporal is busy, src/adaptive-capacity.ts), its next message waits to be recorded
+   * until one of them leaves: recording faster than its conversations start would only
+   * lengthen its backlog, and the recording's CPU is what the others' conversations needed.
    */
   intake: FairLimiter;
 }

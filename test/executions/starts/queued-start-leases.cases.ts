@@ -5,8 +5,8 @@
  * drops its queue at shutdown. Real PostgreSQL and Temporal.
  *
  * The API under test (`flooded`) reaches Temporal through a TCP proxy that stalls, so the
- * starts it admits hang and hold the organizations' one slot each
- * (BACKGROUND_CALLS_PER_ORGANIZATION=1); the rest of A's starts wait in its queue. The
+ * starts it admits hang and hold its two slots (BACKGROUND_CALLS_IN_FLIGHT=2), one each for
+ * B and A; the rest of A's starts wait in its queue. The
  * reconciler's pass runs on another app of the same database (`t`), as a worker's does.
  */
 import { EXECUTION_START } from '../../../src/modules/executions/execution.starter';
@@ -50,7 +50,7 @@ describe('leases on queued starts', () => {
       TEMPORAL_ADDRESS: `127.0.0.1:${proxy.port}`,
       // The admitted starts hang for the whole case; the drain at the end waits this out.
       TEMPORAL_CALL_TIMEOUT_MS: '8000',
-      BACKGROUND_CALLS_PER_ORGANIZATION: '1',
+      BACKGROUND_CALLS_IN_FLIGHT: '2',
       INBOUND_MESSAGES_PER_ORGANIZATION: '1',
     });
     await proxy.stall();
