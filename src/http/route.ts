@@ -243,7 +243,7 @@ async function handle(ctx: Context, route: AnyRoute, services: RouteServices): P
     throw err;
   }
   // Crash tests die here: the work is committed (with its recovery point), its answer not stored.
-  failpoint(services.config, 'idempotency.before_store');
+  failpoint(services.config, 'idempotency.before_store', `POST ${ctx.path}`);
   const [status, result] = answer;
   // The work is done: its answer goes out even if storing it fails (the pool busy). A 503
   // now would tell the client that nothing happened. A retry with this key then resumes
