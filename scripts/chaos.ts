@@ -30,6 +30,7 @@ import path from 'node:path';
 import { Client as PgClient } from 'pg';
 import { DefaultLogger } from '@temporalio/worker';
 import { findOrInstallTemporalCli } from './lib/temporal-cli';
+import { generateSecretsKey } from '../src/secrets';
 import { runReplicatedDrill } from './lib/replicated-drill';
 import { bundleWorkflows } from '../temporal/worker';
 import { type DevServer, startTemporalDevServer } from './lib/temporal-dev-server';
@@ -408,6 +409,8 @@ async function replicatedMain() {
       TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
       TEMPORAL_TASK_QUEUE: 'chaos',
       TEMPORAL_WORKFLOW_BUNDLE_PATH: bundlePath,
+      // The webhooks' secrets are sealed: the four processes share one key (npm start would generate it).
+      SECRETS_ENCRYPTION_KEY: process.env.SECRETS_ENCRYPTION_KEY ?? generateSecretsKey(),
     };
     const report = await runReplicatedDrill({
       env,
