@@ -51,6 +51,8 @@ export interface DrillOptions {
   rateLimit: number;
   /** Bound on waiting for executions and deliveries to drain. */
   drainTimeoutMs: number;
+  /** The restarted API's FAILPOINTS (default `idempotency.before_store:0.34`: after the commit of a request picked at random). */
+  cutOffFailpoint?: string;
   log(msg: string): void;
 }
 
@@ -259,29 +261,27 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
         log(`SIGKILL API 0 and worker 0 mid-load (${inFlight.size} requests in flight), restarting them`);
         await Promise.all([apis[0]!.kill('SIGKILL'), workers[0]!.kill('SIGKILL')]);
         restarted = (async () => {
-          // The restarted API dies once more, right after committing a request it picks at
-          // random (a message or a fire, each with a chance of 1 in 3) and before storing or
-          // sending its Idempotency-Key answer: the answer a crash cuts off.
+          // The restarted API dies once more, right after committing a request (by default one
+          // it picks at random: a message or a fire, each with a chance of 1 in 3) and before
+          // storing or sending its Idempotency-Key answer: the answer a crash cuts off.
           // Not waited for as "listening": a request of the load may kill it before that line.
-          const dying = node(['api'], { PORT: String(ports[0]), FAILPOINTS: 'idempotency.before_store:0.34' });
+          const dying = node(['api'], { PORT: String(ports[0]), FAILPOINTS: opts.cutOffFailpoint ?? 'idempotency.before_store:0.34' });
           everyProcess.push(dying);
           apis[0] = dying;
           workers[0] = await startWorker();
-          const cutOff: Sent = {
-            kind: 'message',
-            idempotencyKey: 'drill-cut-off',
-            path: '/v1/messages',
-            body: { channel: 'whatsapp', customer_id: 'cust-cut-off', message: 'hello', provider_message_id: 'drill-cut-off' },
-            status: 0,
-            inUse: 0,
-          };
-          sent.push(cutOff);
           let exited = false;
           void dying.exited.then(() => (exited = true));
-          // Until it takes a message (this one, or one of the load's): refused while it starts.
+          // Until it dies at its failpoint (on one of these messages, or one of the load's): each
+          // refused while it starts is sent again; each it answered is followed by a new one.
           const deadline = Date.now() + 120_000;
-          while (!exited && Date.now() < deadline) {
-            if (cutOff.status === 0) await send(cutOff, 0);
+          let cutOff: Sent | undefined;
+          for (let i = 1; !exited && Date.now() < deadline; ) {
+            if (!cutOff || (cutOff.status >= 200 && cutOff.status < 300)) {
+              const pmid = `drill-cut-off-${i++}`;
+              cutOff = { kind: 'message', idempotencyKey: pmid, path: '/v1/messages', body: { channel: 'whatsapp', customer_id: `cust-${pmid}`, message: 'hello', provider_message_id: pmid }, status: 0, inUse: 0 };
+              sent.push(cutOff);
+            }
+            await send(cutOff, 0);
             await sleep(200);
           }
           // Only its failpoint SIGKILLs this process.
