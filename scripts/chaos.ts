@@ -411,6 +411,8 @@ async function replicatedMain() {
       TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
       TEMPORAL_TASK_QUEUE: 'chaos',
       TEMPORAL_WORKFLOW_BUNDLE_PATH: bundlePath,
+      // The webhooks' secrets are sealed: the four processes share one key (npm start would generate it).
+      SECRETS_ENCRYPTION_KEY: process.env.SECRETS_ENCRYPTION_KEY ?? generateSecretsKey(),
     };
     const report = await runReplicatedDrill({
       env,

@@ -160,7 +160,7 @@ export const configDocs: Record<string, VariableDoc> = {
   },
   IDEMPOTENCY_LEASE_MS: {
     description:
-      'how long an `Idempotency-Key` claim holds without renewal; the request renews it while it runs, so a retry of a request whose API died runs after at most this long (409 `IDEMPOTENCY_KEY_IN_USE` until then)',
+      'how long an `Idempotency-Key` claim holds without renewal; the request renews it while it runs. A retry of a request whose API died before its work committed runs after at most this long (409 `IDEMPOTENCY_KEY_IN_USE` until then); one whose work committed is answered from it at once, never run again',
   },
   CUSTOMER_SERVICE_WINDOW_SECONDS: {
     description:
@@ -168,7 +168,7 @@ export const configDocs: Record<string, VariableDoc> = {
     default: 'unset (86400)',
     testOnly: true,
   },
-  FAILPOINTS: { description: 'crash points, comma-separated (the process SIGKILLs itself there)', testOnly: true },
+  FAILPOINTS: { description: 'crash points, comma-separated (the process SIGKILLs itself there); `name:0.3` dies there with that chance each time', testOnly: true },
   RATE_LIMIT_CREDENTIAL_PER_HOUR: { description: 'requests per hour of any one credential' },
   RATE_LIMIT_INBOUND_WEBHOOK_PER_MINUTE: { description: 'inbound webhook calls per minute' },
   RATE_LIMIT_RESOURCE_READ_PER_HOUR: { description: "workflow and trigger list/get per hour, their executions' list/get included" },

@@ -7,14 +7,17 @@
  * schedule trigger; two webhooks are subscribed to every `workflow.completed` and
  * `trigger.activated`. Mid-load one API and one worker are SIGKILLed and restarted; the
  * restarted API dies once more at a failpoint after a message's commit (its
- * `Idempotency-Key` claim cut off, which once blocked the key for 24 h). Like
+ * `Idempotency-Key` answer cut off). Its failpoint (`idempotency.before_store`) is armed at
+ * random: it dies after the commit of a request it picks by chance, a message or a fire,
+ * before that request's answer is stored or sent. Like
  * a real client, it resends every request that got no 2xx with the SAME `Idempotency-Key`
- * (and provider message id), honouring 409 IDEMPOTENCY_KEY_IN_USE's Retry-After. Then,
+ * (and provider message id), honouring 409 IDEMPOTENCY_KEY_IN_USE's Retry-After: the resend
+ * of a request whose work committed is answered from its recovery point. Then,
  * from PostgreSQL, Temporal's visibility and the webhook receiver, it checks:
  * - every accepted message handled exactly once: one inbound row, one execution, each step
  *   once, each reply sent once, every execution `success`;
- * - every accepted fire recorded (duplicates, from a resend whose first attempt committed
- *   just before its API died, are counted and printed) and its execution `success`;
+ * - every accepted fire recorded once and its execution `success`;
+ * - nothing doubled: `doubled` counts the messages and fires recorded more than once;
  * - each schedule tick (a Temporal run) fired once: one firing per run, one run per firing;
  * - no execution started twice by competing starters/reconcilers: one Temporal run per
  *   execution id, one `workflow.started` event per execution, every finished execution
@@ -48,6 +51,8 @@ export interface DrillOptions {
   rateLimit: number;
   /** Bound on waiting for executions and deliveries to drain. */
   drainTimeoutMs: number;
+  /** The restarted API's FAILPOINTS (default `idempotency.before_store:0.34`: after the commit of a request picked at random). */
+  cutOffFailpoint?: string;
   log(msg: string): void;
 }
 
@@ -256,33 +261,33 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
         log(`SIGKILL API 0 and worker 0 mid-load (${inFlight.size} requests in flight), restarting them`);
         await Promise.all([apis[0]!.kill('SIGKILL'), workers[0]!.kill('SIGKILL')]);
         restarted = (async () => {
-          // The restarted API dies once more, right after committing the first message it
-          // takes and before storing its Idempotency-Key answer: the claim a crash cuts off.
-          // Not waited for as "listening": a message of the load may kill it before that line.
-          const dying = node(['api'], { PORT: String(ports[0]), FAILPOINTS: 'message.after_commit' });
+          // The restarted API dies once more, right after committing a request (by default one
+          // it picks at random: a message or a fire, each with a chance of 1 in 3) and before
+          // storing or sending its Idempotency-Key answer: the answer a crash cuts off.
+          // Not waited for as "listening": a request of the load may kill it before that line.
+          const dying = node(['api'], { PORT: String(ports[0]), FAILPOINTS: opts.cutOffFailpoint ?? 'idempotency.before_store:0.34' });
           everyProcess.push(dying);
           apis[0] = dying;
           workers[0] = await startWorker();
-          const cutOff: Sent = {
-            kind: 'message',
-            idempotencyKey: 'drill-cut-off',
-            path: '/v1/messages',
-            body: { channel: 'whatsapp', customer_id: 'cust-cut-off', message: 'hello', provider_message_id: 'drill-cut-off' },
-            status: 0,
-            inUse: 0,
-          };
-          sent.push(cutOff);
           let exited = false;
           void dying.exited.then(() => (exited = true));
-          // Until it takes a message (this one, or one of the load's): refused while it starts.
+          // Until it dies at its failpoint (on one of these messages, or one of the load's): each
+          // refused while it starts is sent again; each it answered is followed by a new one.
           const deadline = Date.now() + 120_000;
-          while (!exited && Date.now() < deadline) {
-            if (cutOff.status === 0) await send(cutOff, 0);
+          let cutOff: Sent | undefined;
+          for (let i = 1; !exited && Date.now() < deadline; ) {
+            if (!cutOff || (cutOff.status >= 200 && cutOff.status < 300)) {
+              const pmid = `drill-cut-off-${i++}`;
+              cutOff = { kind: 'message', idempotencyKey: pmid, path: '/v1/messages', body: { channel: 'whatsapp', customer_id: `cust-${pmid}`, message: 'hello', provider_message_id: pmid }, status: 0, inUse: 0 };
+              sent.push(cutOff);
+            }
+            await send(cutOff, 0);
             await sleep(200);
           }
           // Only its failpoint SIGKILLs this process.
           if ((await dying.exited).signal === 'SIGKILL') cutOffClaims++;
-          log('API 0 died at its failpoint after committing a message; worker 0 restarted');
+          const at = dying.lines.find((l) => l.startsWith('failpoint idempotency.before_store'));
+          log(`API 0 died at its failpoint after a commit: ${at ?? 'no failpoint line'}; worker 0 restarted`);
           apis[0] = await startApi(0);
           log('API 0 restarted again');
         })().catch((err: unknown) => {
@@ -310,7 +315,7 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     figures.resent = unanswered.length;
     figures.in_use_answers = sent.reduce((a, s) => a + s.inUse, 0);
     figures.claims_cut_off = cutOffClaims;
-    check(cutOffClaims === 1, `an API died between a message's commit and storing its Idempotency-Key answer (${cutOffClaims} time)`);
+    check(cutOffClaims === 1, `an API died between a request's commit and storing its Idempotency-Key answer (${cutOffClaims} time)`);
     check(sent.every((s) => s.status >= 200 && s.status < 300), `every request accepted in the end, the cut-off claim's included (${sent.filter((s) => s.status >= 200 && s.status < 300).length}/${sent.length}; ${figures.in_use_answers} answers 409 IDEMPOTENCY_KEY_IN_USE while a dead API's claim held)`);
 
     // ---- Rate limit across both APIs ----
@@ -390,7 +395,10 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     figures.fires = fireMarks.length;
     figures.fire_duplicates = firings.reduce((a, r) => a + r.n - 1, 0);
     check(recorded === fireMarks.length && firings.length === fireMarks.length, `every accepted fire recorded and its execution a success (${recorded}/${fireMarks.length})`);
-    log(`fires recorded twice (a resend after its API died between the commit and storing the answer): ${figures.fire_duplicates}`);
+    // Nothing doubled: a message or a fire recorded more than once (a resend whose first try
+    // committed before its API died must be answered from that try, never run again).
+    figures.doubled = figures.fire_duplicates + inbound.reduce((a, r) => a + r.n - 1, 0) + perMessage.reduce((a, r) => a + Math.max(0, r.n - 1), 0);
+    check(figures.doubled === 0, `doubled ${figures.doubled}: no message or fire recorded or executed twice (${pmids.length} messages, ${fireMarks.length} fires)`);
 
     // ---- Schedule ticks ----
     const tickRows = (await db.query<{ source_key: string | null; ok: boolean }>("select te.source_key, e.status = 'success' as ok from trigger_executions te left join executions e on e.id = te.execution_id where te.trigger_id = $1", [scheduled.id])).rows;

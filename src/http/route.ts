@@ -5,6 +5,11 @@
  * OpenAPI operation, so the document always matches what is enforced. A route may declare
  * a `prefetch`: a read without effects that runs beside the rate-limit check instead of
  * after it, handed to the handler.
+ *
+ * A POST with an `Idempotency-Key` is claimed before its handler runs (src/http/idempotency.ts).
+ * A handler whose work has effects records a recovery point with the work (`claim`) and its
+ * route declares `resume`, which answers a retry whose first try committed the work but died
+ * before its answer was stored.
  */
 import type Router from '@koa/router';
 import type { Context } from 'koa';
@@ -13,7 +18,9 @@ import type { Credential } from '../credentials/credential';
 import type { Scope } from '../credentials/scopes';
 import { type Authenticator, requireScope } from './auth';
 import { AppError, toHttpError } from './errors';
-import { type IdempotencyStore, requestHash, shouldStore } from './idempotency';
+import type { Config } from '../config';
+import { failpoint } from '../failpoints';
+import { CLAIM_LOST_SQLSTATE, type HeldClaim, type IdempotencyStore, keyInUse, type RecoveryPoint, requestHash, shouldStore } from './idempotency';
 import { takeInputRefusal } from './input-guard';
 import { JsonText } from './json-text';
 import type { ResponseConfig } from '@asteasolutions/zod-to-openapi';
@@ -33,6 +40,11 @@ export interface HandlerInput<P, Q, B, F = unknown> {
   ctx: Context;
   /** The route's `prefetch`, when it was started (a handler must do without it otherwise). */
   prefetched?: Promise<F>;
+  /**
+   * The request's `Idempotency-Key` claim, when it has one: a handler of a route with
+   * `resume` records its work's recovery point with it, in the work's transaction.
+   */
+  claim?: HeldClaim;
 }
 
 export interface RouteDef<
@@ -88,6 +100,13 @@ export interface RouteDef<
   prefetch?(input: { body: z.output<B>; credential: Credential }): Promise<F>;
   /** Returns the response body; returns undefined when it wrote `ctx` itself (files). */
   handler(input: HandlerInput<z.output<P>, z.output<Q>, z.output<B>, F>): Promise<unknown>;
+  /**
+   * The answer of a retry whose first try's work committed `point` (the handler recorded it
+   * with `claim`) and whose answer was never stored: built from the committed rows, without
+   * running the work again (a Temporal start it still owes is the reconciler's, or a start by
+   * the same derived id). Answered with `Idempotent-Replayed: true`, and stored.
+   */
+  resume?(input: Omit<HandlerInput<z.output<P>, z.output<Q>, z.output<B>, F>, 'prefetched' | 'claim'> & { point: RecoveryPoint }): Promise<unknown>;
 }
 
 /** A handler's answer with a status other than the route's, e.g. 200 for a create that found its first outcome. */
@@ -132,6 +151,7 @@ export interface RouteServices {
   limits: Record<LimitName, LimitRule>;
   idempotency: IdempotencyStore;
   logger: Logger;
+  config: Pick<Config, 'FAILPOINTS'>;
 }
 
 export function mountRoutes(router: Router, registry: OpenAPIRegistry, services: RouteServices, routes: AnyRoute[]): void {
@@ -181,16 +201,39 @@ async function handle(ctx: Context, route: AnyRoute, services: RouteServices): P
 
   const store = services.idempotency;
   store.validateKey(idempotencyKey);
-  const claim = await store.claim(credential.organizationId, idempotencyKey, requestHash('POST', ctx.path, received));
+  const organizationId = credential.organizationId;
+  const claim = await store.claim(organizationId, idempotencyKey, requestHash('POST', ctx.path, received));
   if (claim.kind === 'replay') {
     ctx.set('Idempotent-Replayed', 'true');
     respond(ctx, claim.response.status, claim.response.body);
     return;
   }
+  if (claim.kind === 'resume') {
+    // Only a route with `resume` records points; a point without one is a request still running.
+    if (!route.resume) throw keyInUse();
+    let resumed: [number, unknown];
+    try {
+      resumed = statusAndBody(route, await route.resume({ params, query, body, credential, ctx, point: claim.point }));
+    } catch (err) {
+      const httpError = toHttpError(err);
+      if (httpError && shouldStore(httpError.status)) {
+        await store.completeResumed(organizationId, idempotencyKey, { status: httpError.status, body: { error: httpError.toBody() } });
+        ctx.set('Idempotent-Replayed', 'true');
+      }
+      throw err;
+    }
+    const [status, result] = resumed;
+    await store.completeResumed(organizationId, idempotencyKey, { status, body: storable(result) });
+    ctx.set('Idempotent-Replayed', 'true');
+    if (result !== undefined) respond(ctx, status, result);
+    return;
+  }
   let answer: [number, unknown];
   try {
-    answer = statusAndBody(route, await route.handler({ params, query, body, credential, ctx, prefetched }));
-  } catch (err) {
+    answer = statusAndBody(route, await route.handler({ params, query, body, credential, ctx, prefetched, claim: claim.held }));
+  } catch (caught) {
+    // The work's statement found its claim taken over (its lease lapsed): it rolled back.
+    const err = (caught as { code?: string }).code === CLAIM_LOST_SQLSTATE ? keyInUse() : caught;
     const httpError = toHttpError(err);
     if (httpError && shouldStore(httpError.status)) {
       await claim.held.complete({ status: httpError.status, body: { error: httpError.toBody() } });
@@ -199,15 +242,20 @@ async function handle(ctx: Context, route: AnyRoute, services: RouteServices): P
     }
     throw err;
   }
+  // Crash tests die here: the work is committed (with its recovery point), its answer not stored.
+  failpoint(services.config, 'idempotency.before_store', `POST ${ctx.path}`);
   const [status, result] = answer;
   // The work is done: its answer goes out even if storing it fails (the pool busy). A 503
-  // now would tell the client that nothing happened. The claim's lease then lapses, and a
-  // retry with this key runs again, as after a crash at this point.
-  await claim.held.complete({ status, body: result instanceof JsonText ? JSON.parse(result.text) : (result ?? null) }).catch((err: unknown) =>
+  // now would tell the client that nothing happened. A retry with this key then resumes
+  // from the work's recovery point (or, for a route without one, runs again once the
+  // claim's lease lapses), as after a crash at this point.
+  await claim.held.complete({ status, body: storable(result) }).catch((err: unknown) =>
     services.logger.warn({ err, request_id: ctx.state.requestId }, 'the answer of an idempotent request could not be stored; it is answered all the same'),
   );
   if (result !== undefined) respond(ctx, status, result);
 }
+
+const storable = (result: unknown) => (result instanceof JsonText ? JSON.parse(result.text) : (result ?? null));
 
 /** Whether the credential may use a route of this scope (`null`: any credential may). */
 const allows = (credential: Credential, scope: Scope | null) => scope === null || credential.scopes.has(scope);

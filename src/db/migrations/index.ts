@@ -51,6 +51,7 @@ import { Migration20261224000100_event_trace_context } from './Migration20261224
 import { Migration20261225000100_handoff_message_targets } from './Migration20261225000100_handoff_message_targets';
 import { Migration20261226000100_open_wait_index } from './Migration20261226000100_open_wait_index';
 import { Migration20261227000100_inbound_rollup } from './Migration20261227000100_inbound_rollup';
+import { Migration20261228000100_idempotency_recovery_points } from './Migration20261228000100_idempotency_recovery_points';
 
 export const migrationsList = [
   { name: 'Migration20261122000001_foundation', class: Migration20261122000001_foundation },
@@ -102,4 +103,5 @@ export const migrationsList = [
   { name: 'Migration20261225000100_handoff_message_targets', class: Migration20261225000100_handoff_message_targets },
   { name: 'Migration20261226000100_open_wait_index', class: Migration20261226000100_open_wait_index },
   { name: 'Migration20261227000100_inbound_rollup', class: Migration20261227000100_inbound_rollup },
+  { name: 'Migration20261228000100_idempotency_recovery_points', class: Migration20261228000100_idempotency_recovery_points },
 ];

@@ -4,6 +4,7 @@ import { z } from '../../http/zod';
 import type { Services } from '../../services';
 import { AgentMessageIn, CustomerParams, TranscriptMessageOut } from '../customers/customer.schemas';
 import { toMessageOut } from '../customers/customer.routes';
+import { ConversationMessage } from '../conversations/message.entity';
 import { AgentMessages } from './agent-messages';
 
 export function agentMessageRoutes(services: Services): AnyRoute[] {
@@ -24,8 +25,13 @@ export function agentMessageRoutes(services: Services): AnyRoute[] {
         [404, 'CUSTOMER_NOT_FOUND'],
         [422, 'WINDOW_CLOSED | CHANNEL_MISMATCH | CHANNEL_NOT_CONNECTED | CHANNEL_UNAUTHORIZED | CHANNEL_DISABLED'],
       ],
-      async handler({ params, body, credential }) {
-        const message = await new AgentMessages(services).send(credential.organizationId, params.customer_id, body);
+      async handler({ params, body, credential, claim }) {
+        const message = await new AgentMessages(services).send(credential.organizationId, params.customer_id, body, claim);
+        return { data: toMessageOut(message, undefined) };
+      },
+      // The first try recorded the message (its send started by the reconciler if that try did not) and died before its answer was stored.
+      async resume({ credential, point }) {
+        const message = await services.orm.em.fork().findOneOrFail(ConversationMessage, { id: point.message_id ?? '', organizationId: credential.organizationId });
         return { data: toMessageOut(message, undefined) };
       },
     }),

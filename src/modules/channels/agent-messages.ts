@@ -17,6 +17,7 @@
  * during a handoff, that is what it is for.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { HeldClaim } from '../../http/idempotency';
 import { notFound, unprocessable } from '../../errors';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
@@ -86,7 +87,7 @@ export class AgentMessages {
    * an unknown customer (404), a channel other than the customer's, no usable connection,
    * or a closed 24-hour window (422).
    */
-  async send(organizationId: string, customerId: string, body: AgentMessageIn): Promise<ConversationMessage> {
+  async send(organizationId: string, customerId: string, body: AgentMessageIn, claim?: HeldClaim): Promise<ConversationMessage> {
     const em = this.em();
     const customer = await em.findOne(Customer, { id: customerId, organizationId });
     if (!customer) throw notFound('CUSTOMER_NOT_FOUND', 'Customer');
@@ -125,7 +126,13 @@ export class AgentMessages {
       dedupeKey: agentDedupeKey(id),
       metadata: connection ? { channel_connection_id: connection.id } : {},
     });
-    await em.getConnection().execute(insert.sql, insert.bindings);
+    // With an `Idempotency-Key`, the message's id is the request's recovery point, committed with it.
+    if (claim) {
+      await em.transactional(async (tx) => {
+        await tx.execute(insert.sql, insert.bindings);
+        await claim.recordIn(tx, { message_id: id });
+      });
+    } else await em.getConnection().execute(insert.sql, insert.bindings);
     await dispatchStart(this.services, AGENT_MESSAGE_START, { id, organization_id: organizationId });
     return await em.findOneOrFail(ConversationMessage, { id });
   }

@@ -71,8 +71,12 @@ export function executionRoutes(services: Services): AnyRoute[] {
       status: 201,
       response: z.object({ data: ExecutionOut }),
       errors: [WORKFLOW_NOT_FOUND, EXECUTION_NOT_FOUND, [409, 'EXECUTION_NOT_RETRYABLE | WORKFLOW_NOT_ACTIVE']],
-      async handler({ params, credential }) {
-        return { data: toExecutionOut(await svc.retry(credential.organizationId, params.workflow_id, params.execution_id), services.config) };
+      async handler({ params, credential, claim }) {
+        return { data: toExecutionOut(await svc.retry(credential.organizationId, params.workflow_id, params.execution_id, { claim }), services.config) };
+      },
+      // The first try committed the new execution (started by the reconciler if that try did not) and died before its answer was stored.
+      async resume({ params, credential, point }) {
+        return { data: toExecutionOut(await svc.get(credential.organizationId, params.workflow_id, point.execution_id ?? ''), services.config) };
       },
     }),
     defineRoute({

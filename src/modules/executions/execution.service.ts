@@ -3,6 +3,7 @@
  * retry and cancel. Every query is scoped by organization and by the workflow in the path;
  * another organization's execution is a 404.
  */
+import type { HeldClaim } from '../../http/idempotency';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { dateFilter, type Granularity, resolvePeriod, summarizeExecutions } from '../metrics/execution-metrics';
 import { conflict, notFound } from '../../errors';
@@ -113,7 +114,7 @@ export class ExecutionService {
    * A bulk replay passes the retry's id (derived from the replay and the original), so a
    * repeated call fails on the primary key instead of starting a second retry.
    */
-  async retry(organizationId: string, workflowId: string, executionId: string, opts: { retryId?: string } = {}): Promise<Execution> {
+  async retry(organizationId: string, workflowId: string, executionId: string, opts: { retryId?: string; claim?: HeldClaim | undefined } = {}): Promise<Execution> {
     const original = await this.get(organizationId, workflowId, executionId);
     if (original.status !== 'failed' && original.status !== 'cancelled') {
       throw conflict('EXECUTION_NOT_RETRYABLE', `Only failed or cancelled executions can be retried; this one is ${original.status}`);
@@ -127,7 +128,7 @@ export class ExecutionService {
       ...(opts.retryId ? { executionId: opts.retryId } : {}),
       ...(original.customerId ? { customerId: original.customerId } : {}),
       ...(original.triggerId ? { triggerId: original.triggerId } : {}),
-    });
+    }, opts.claim);
     return await this.get(organizationId, workflowId, id);
   }
 

@@ -15,6 +15,7 @@
  * unstamped and the worker's reconciler (execution.reconciler.ts) starts it later; the
  * workflow-id policies make that start exactly once even when both race.
  */
+import type { HeldClaim } from '../../http/idempotency';
 import { infraRetryMsOf } from '../../config';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SearchAttributePair } from '@temporalio/common';
@@ -352,8 +353,13 @@ export async function startPromotedExecution(services: Services, executionId: st
 }
 
 /** Records and commits the execution with its `workflow.started` event, then starts it on Temporal. */
-export async function startExecution(services: Services, req: StartExecutionRequest): Promise<{ executionId: string }> {
-  const pending = await transactionalRetrying(services.orm.em as EntityManager, (tx) => recordExecution(tx, req));
+/** `claim`: the request's `Idempotency-Key` claim; the execution's id is its recovery point, committed with the execution. */
+export async function startExecution(services: Services, req: StartExecutionRequest, claim?: HeldClaim): Promise<{ executionId: string }> {
+  const pending = await transactionalRetrying(services.orm.em as EntityManager, async (tx) => {
+    const recorded = await recordExecution(tx, req);
+    await claim?.recordIn(tx, { execution_id: recorded.executionId });
+    return recorded;
+  });
   await dispatchExecution(services, pending);
   return { executionId: pending.executionId };
 }

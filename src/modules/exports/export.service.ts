@@ -5,6 +5,7 @@
  * streams or redirects to), and the state changes the export workflow makes (total,
  * progress, completed, failed), each completion or failure committed with its `export.*` event.
  */
+import type { HeldClaim } from '../../http/idempotency';
 import type { z } from '../../http/zod';
 import { newId } from '../../ids';
 import type { Services } from '../../services';
@@ -31,7 +32,7 @@ export class ExportService implements FileJobService<ExportRequest, z.output<typ
     this.records = new FileRecords(services, AnalyticsExport, 'export', 'processing');
   }
 
-  async create(organizationId: string, body: ExportRequest): Promise<z.output<typeof ExportOut>> {
+  async create(organizationId: string, body: ExportRequest, claim?: HeldClaim): Promise<z.output<typeof ExportOut>> {
     const filters = exportFilters(body);
     checkFiltersApply(body.data_type, filters);
     await this.records.requireWorkflows(organizationId, body.filters.workflow_ids);
@@ -45,7 +46,7 @@ export class ExportService implements FileJobService<ExportRequest, z.output<typ
       includeMetadata: body.include_metadata,
       status: 'processing',
       fileKey: `exports/${organizationId}/${id}.${EXTENSIONS[body.format]}`,
-    });
+    }, claim);
     await dispatchJob(this.services, JOBS.export, { id, organization_id: organizationId });
     return this.toExportOut(record);
   }

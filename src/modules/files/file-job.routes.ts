@@ -45,8 +45,12 @@ export function fileJobRoutes<In extends z.ZodType, Out extends z.ZodType, Param
       scope: 'analytics:write',
       status: 201,
       response: z.object({ data: out }),
-      async handler({ body, credential }) {
-        return { data: await service.create(credential.organizationId, body) };
+      async handler({ body, credential, claim }) {
+        return { data: await service.create(credential.organizationId, body, claim) };
+      },
+      // The first try committed the record (its job started by the reconciler if that try did not) and died before its answer was stored.
+      async resume({ credential, point }) {
+        return { data: await service.get(credential.organizationId, point.record_id ?? '') };
       },
     }),
     defineRoute({

@@ -8,6 +8,7 @@
 import type { Readable } from 'node:stream';
 import { type EntityData, type EntityName, type FilterQuery, LockMode, type OrderDefinition, type RequiredEntityData } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { HeldClaim } from '../../http/idempotency';
 import { conflict, DomainError, gone, notFound } from '../../errors';
 import { offsetOf, type Page, type Pagination, paginate } from '../../http/pagination';
 import type { Services } from '../../services';
@@ -24,7 +25,8 @@ export type FileHandle = {
 
 /** What the service of a file-producing kind answers its routes (src/modules/files/file-job.routes.ts), scoped to an organization. */
 export interface FileJobService<In, Out> {
-  create(organizationId: string, body: In): Promise<Out>;
+  /** `claim`: the request's `Idempotency-Key` claim; the record's id is its recovery point (`FileRecords.create`). */
+  create(organizationId: string, body: In, claim?: HeldClaim): Promise<Out>;
   get(organizationId: string, id: string): Promise<Out>;
   list(organizationId: string, page: Page): Promise<{ data: Out[]; pagination: Pagination }>;
   download(organizationId: string, id: string): Promise<FileHandle>;
@@ -89,10 +91,12 @@ export class FileRecords<T extends FileRecord> {
   }
 
   /** Records a new pending record (committed before its workflow is started). */
-  async create(data: RequiredEntityData<T>): Promise<T> {
+  /** Creates the record; with `claim`, its id is recorded as the request's recovery point in the same transaction. */
+  async create(data: RequiredEntityData<T>, claim?: HeldClaim): Promise<T> {
     return await this.em().transactional(async (tx) => {
       const r = tx.create(this.entity, data);
       await tx.flush();
+      await claim?.recordIn(tx, { record_id: r.id });
       return r;
     });
   }

@@ -7,10 +7,14 @@
  * statement does (customers: `countInboundCustomerCtes`; conversations:
  * `insertInboundMessageSql`; events: `insertEventsSql`).
  *
+ * With an `Idempotency-Key`, the statement also records the request's recovery point in the
+ * key's claim, as the usual path's does (message.writes.ts): `{message_id, status: "ignored"}`.
+ *
  * A message whose check ran just before a handoff committed acts as if it had arrived before
  * it (the handoff then closes the form it may open only if it was already waiting).
  */
 import { hotQuery } from '../../db/hot-query';
+import { claimLostCheckSql, type HeldClaim, recoveryPointCteSql } from '../../http/idempotency';
 import { newId } from '../../ids';
 import { insertInboundMessageSql } from '../conversations/conversation.writes';
 import { countInboundCustomerCtes } from '../customers/customer.writes';
@@ -22,8 +26,11 @@ import { messageReceivedEvent, Redelivery } from './message.writes';
 /** The message's outcome while its customer is handed off. */
 export const HANDED_OFF_REASON = 'handed_off';
 
-const WRITE = {
-  name: 'inbound-message-write-handed-off',
+/** Whether the statement wrote the message (the customer is handed off, and it is no redelivery). */
+const WRITTEN = 'exists (select 1 from cust)';
+
+const write = (idempotent: boolean) => ({
+  name: idempotent ? 'inbound-message-write-handed-off-idempotent' : 'inbound-message-write-handed-off',
   text: `with handed as (
       select c.id from customers c
        where c.organization_id = $1::text and c.channel = $2::text and c.external_id = $3::text
@@ -53,9 +60,15 @@ const WRITE = {
       select r.id, r.organization_id, r.type, jsonb_set(r.data, '{customer_id}', to_jsonb(cust.id)), r.created_at, r.trace_context
         from jsonb_populate_record(null::events, $11::jsonb) r, cust
        where $11::jsonb is not null and cust.old_name is distinct from $4::text`, TRACED_EVENT_COLUMNS)}
-    )
-    select (select id from handed) as customer_id, exists (select 1 from dup) as duplicate`,
-};
+    )${idempotent ? `,
+    idem as (
+      ${recoveryPointCteSql({
+        organizationId: '$1::text', key: '$12::text', token: '$13::text', point: `jsonb_build_object('message_id', $5::text, 'status', 'ignored')`, when: WRITTEN,
+      })}
+    )` : ''}
+    select (select id from handed) as customer_id, exists (select 1 from dup) as duplicate${idempotent ? `, ${claimLostCheckSql('idem', WRITTEN)} as claim_held` : ''}`,
+});
+const WRITES = [write(false), write(true)] as const;
 
 /**
  * Records `msg` if its customer is handed off: the message's id and customer id, or
@@ -67,6 +80,7 @@ export async function recordIfHandedOff(
   organizationId: string,
   msg: InboundMessage,
   language: string | undefined,
+  claim?: HeldClaim,
 ): Promise<{ messageId: string; customerId: string } | undefined> {
   const messageId = newId('message');
   const now = new Date();
@@ -81,7 +95,7 @@ export async function recordIfHandedOff(
           occurredAt: now,
           data: { customer_id: null, external_id: msg.customer_id, channel: msg.channel, name, changed: ['name'] },
         });
-  const write = hotQuery<{ customer_id: string | null; duplicate: boolean }>(services.hotPool, WRITE, [
+  const write = hotQuery<{ customer_id: string | null; duplicate: boolean }>(services.hotPool, WRITES[claim ? 1 : 0], [
     organizationId, // $1
     msg.channel, // $2
     msg.customer_id, // $3
@@ -93,6 +107,7 @@ export async function recordIfHandedOff(
     msg.provider_message_id ?? null, // $9
     JSON.stringify(received), // $10
     renamed === null ? null : JSON.stringify(renamed), // $11
+    ...(claim ? [claim.key, claim.token] : []), // $12, $13
   ]);
   // A first delivery committed after the statement's snapshot: its unique index answers.
   const [row] = await write.catch((err: unknown) => {

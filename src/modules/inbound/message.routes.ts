@@ -3,7 +3,7 @@ import { Answer, type AnyRoute, defineRoute } from '../../http/route';
 import { z } from '../../http/zod';
 import type { InboundServices } from './inbound-state';
 import { InboundResultOut, MessageIn } from './message.schemas';
-import { readTargets, receiveMessage } from './message.service';
+import { readTargets, receiveMessage, resumeMessage } from './message.service';
 
 export function inboundRoutes(services: InboundServices): AnyRoute[] {
   return [
@@ -21,11 +21,15 @@ export function inboundRoutes(services: InboundServices): AnyRoute[] {
       response: z.object({ data: InboundResultOut }),
       // The matching triggers, workflows and customer: from memory, or read while the limits are checked.
       prefetch: ({ body, credential }) => readTargets(services, credential.organizationId, body),
-      async handler({ body, credential, prefetched }) {
+      async handler({ body, credential, prefetched, claim }) {
         // One organization's flood waits its turn here while others' messages arrive (inbound-state.ts, `intake`).
         const organizationId = credential.organizationId;
-        const received = await services.intake.run(organizationId, () => receiveMessage(services, organizationId, body, prefetched));
+        const received = await services.intake.run(organizationId, () => receiveMessage(services, organizationId, body, prefetched, claim ? { claim } : {}));
         return received.duplicate ? new Answer(200, { data: received.result }) : { data: received.result };
+      },
+      // The first try recorded the message, and died before its answer was stored.
+      async resume({ credential, point }) {
+        return { data: await resumeMessage(services, credential.organizationId, point) };
       },
     }),
   ];

@@ -25,6 +25,7 @@
  * from PostgreSQL).
  */
 import { failpoint } from '../../failpoints';
+import type { HeldClaim } from '../../http/idempotency';
 import { busyWithConflict } from '../../errors';
 import type { InboundServices } from './inbound-state';
 import { dispatchExecution } from '../executions/execution.starter';
@@ -54,11 +55,26 @@ export interface InboundResult {
 export type { InboundOutcome } from './message.conflicts';
 
 /** What the first message with this id did: the outcome a redelivery answers with. */
-async function firstOutcome(services: InboundServices, organizationId: string, msg: InboundMessage): Promise<InboundResult | undefined> {
+const firstOutcome = (services: InboundServices, organizationId: string, msg: InboundMessage) =>
+  outcomeOf(services, 'organization_id = ? and channel = ? and provider_message_id = ?', [organizationId, msg.channel, msg.provider_message_id]);
+
+/**
+ * The answer of an idempotent request whose first try committed its message (the recovery
+ * point the write recorded) and died before its answer was stored: the outcome read back
+ * from the message's rows. Its executions are started by the reconciler if that try did not.
+ */
+export async function resumeMessage(services: InboundServices, organizationId: string, point: { message_id?: string; status?: string }): Promise<InboundResult> {
+  const result = point.message_id ? await outcomeOf(services, 'organization_id = ? and id = ?', [organizationId, point.message_id]) : undefined;
+  if (!result) throw new Error('the recovery point names no message');
+  if (point.status === 'ignored') return { ...result, status: 'ignored', reason: HANDED_OFF_REASON };
+  return result;
+}
+
+async function outcomeOf(services: InboundServices, where: string, params: unknown[]): Promise<InboundResult | undefined> {
   const conn = services.orm.em.fork().getConnection();
   const [first] = await conn.execute<Array<{ id: string; customer_id: string; execution_id: string | null; reply_to_wait: string | null }>>(
-    'select id, customer_id, execution_id, reply_to_wait from messages where organization_id = ? and channel = ? and provider_message_id = ?',
-    [organizationId, msg.channel, msg.provider_message_id],
+    `select id, customer_id, execution_id, reply_to_wait from messages where ${where}`,
+    params,
   );
   if (!first) return undefined;
   const result: InboundResult = { message_id: first.id, customer_id: first.customer_id, status: 'no_match', executions: [] };
@@ -104,6 +120,8 @@ export interface ReceiveOptions {
    * reconciler signals it as it does any reply (`redeliverReplies`).
    */
   replyDelivery?: 'background' | 'caller';
+  /** The request's `Idempotency-Key` claim: the write records its recovery point in it. */
+  claim?: HeldClaim;
 }
 
 /** `prefetched`: `readTargets` of this message, already started; read here when absent. */
@@ -159,10 +177,10 @@ async function receiveNew(
     // A customer handed to a person: recorded, nothing started or resumed (docs/handoff.md).
     // Looked for only where the plan says a handoff may be in force: a handoff begun since
     // the plan was read changed its version, and the write below refuses it.
-    const handedOff = targets.handoffs ? await recordIfHandedOff(services, organizationId, msg, language) : undefined;
+    const handedOff = targets.handoffs ? await recordIfHandedOff(services, organizationId, msg, language, options.claim) : undefined;
     if (handedOff) return { handedOff };
     try {
-      return { recorded: await writeMessage(services.hotPool, targets, { organizationId, msg, language }) };
+      return { recorded: await writeMessage(services.hotPool, targets, { organizationId, msg, language, claim: options.claim }) };
     } catch (err) {
       if ((err as { constraint?: string }).constraint === MESSAGE_ID_KEY) throw new Redelivery();
       throw err;

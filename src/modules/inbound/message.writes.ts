@@ -39,6 +39,12 @@
  *    made from (`check_message_target_version`): when they changed, the statement fails
  *    with `WAT01` and undoes itself, and the caller reads them again and writes again.
  *
+ * With an `Idempotency-Key`, the statement also records the request's recovery point (the
+ * message's id) in the key's claim (`recoveryPointCteSql`, src/http/idempotency.ts), and
+ * fails when the claim was taken over: the message and the point commit together, so a
+ * retry whose first try died after the commit answers from the message instead of writing
+ * it again.
+ *
  * A redelivered provider message id is found by the statement itself (`dup`, in its
  * snapshot): the customer is then not written, nor anything that needs it, and
  * `writeMessage` throws `Redelivery`; the caller answers with the first message's outcome.
@@ -60,6 +66,7 @@
  * adds itself.
  */
 import type { HotPool } from '../../db/hot-query';
+import { claimLostCheckSql, type HeldClaim, recoveryPointCteSql } from '../../http/idempotency';
 import { hotQuery } from '../../db/hot-query';
 import { newId } from '../../ids';
 import { insertInboundMessageSql } from '../conversations/conversation.writes';
@@ -193,8 +200,8 @@ const STARTED_ITS_EXECUTION = 'claim.id is null and exists (select 1 from first_
  * count (known one), skipped for a redelivery (`dup`), and every other write needs the
  * customer's row.
  */
-const write = (name: string, customer: string) => ({
-  name,
+const write = (name: string, customer: string, idempotent: boolean) => ({
+  name: idempotent ? `${name}-idempotent` : name,
   text: `with dup as (
       select 1 from messages where organization_id = $1::text and channel = $2::text and provider_message_id = $14::text
     ),
@@ -238,8 +245,11 @@ const write = (name: string, customer: string) => ({
       union all
       select ${TRACED_EVENT_COLUMNS} from jsonb_populate_record(null::events, $17::jsonb)
        where $17::jsonb is not null and not (select created from cust) and (select old_name from cust) is distinct from $5::text`, TRACED_EVENT_COLUMNS)}
-    )
-    select v.current, exists (select 1 from dup) as duplicate, exists (select 1 from cust) as written, claim.id, claim.workflow_id, claim.waiting_key,
+    )${idempotent ? `,
+    idem as (
+      ${recoveryPointCteSql({ organizationId: '$1::text', key: '$23::text', token: '$24::text', point: "jsonb_build_object('message_id', $6::text)", when: WRITTEN })}
+    )` : ''}
+    select v.current,${idempotent ? ` ${claimLostCheckSql('idem', WRITTEN)} as claim_held,` : ''} exists (select 1 from dup) as duplicate, exists (select 1 from cust) as written, claim.id, claim.workflow_id, claim.waiting_key,
            array(select id from ex) as started, array(select id from queued) as queued, array(select jsonb_build_object('id', id, 'workflow_id', data->>'workflow_id') from replaced) as replaced,
            array(select jsonb_build_object('id', id, 'workflow_id', workflow_id, 'trigger_id', trigger_id, 'opened', false) from joined
                  union all select jsonb_build_object('id', id, 'workflow_id', workflow_id, 'trigger_id', trigger_id, 'opened', true) from opened) as bursts,
@@ -252,9 +262,17 @@ const write = (name: string, customer: string) => ({
       from (select check_message_target_version($1::text, $18::bigint) as current) v left join claim on true`,
 });
 
+/** Whether the statement wrote the message (its customer row was written: not a redelivery, the customer not found existing). */
+const WRITTEN = 'exists (select 1 from cust)';
 const SKIP_REDELIVERY = 'exists (select 1 from dup)';
-const WRITE_NEW_CUSTOMER = write('inbound-message-write-new-customer', insertInboundCustomerCte(CUSTOMER, SKIP_REDELIVERY));
-const WRITE_KNOWN_CUSTOMER = write('inbound-message-write-known-customer', countInboundCustomerCtes(CUSTOMER, SKIP_REDELIVERY));
+/** The statements by [known customer][idempotent]: one without an `Idempotency-Key` pays nothing for it. */
+const WRITES = [false, true].map((known) =>
+  [false, true].map((idempotent) =>
+    known
+      ? write('inbound-message-write-known-customer', countInboundCustomerCtes(CUSTOMER, SKIP_REDELIVERY), idempotent)
+      : write('inbound-message-write-new-customer', insertInboundCustomerCte(CUSTOMER, SKIP_REDELIVERY), idempotent),
+  ),
+);
 
 export interface WrittenMessage {
   messageId: string;
@@ -306,9 +324,9 @@ export function messageReceivedEvent(organizationId: string, messageId: string, 
 export async function writeMessage(
   pool: HotPool,
   targets: MessageTargets,
-  m: { organizationId: string; msg: InboundMessage; language: string | undefined },
+  m: { organizationId: string; msg: InboundMessage; language: string | undefined; claim?: HeldClaim | undefined },
 ): Promise<WrittenMessage> {
-  const { organizationId, msg, language } = m;
+  const { organizationId, msg, language, claim } = m;
   const now = new Date();
   const customerId = targets.customerId ?? newId('customer');
   const messageId = newId('message');
@@ -319,7 +337,7 @@ export async function writeMessage(
   const json = (v: unknown) => JSON.stringify(v);
   const [row] = await hotQuery<
     { duplicate: boolean; written: boolean; id: string | null; started: string[]; queued: string[]; replaced: ReplacedExecution[]; bursts: DebouncedBurst[] } & ClaimedWait
-  >(pool, targets.customerId ? WRITE_KNOWN_CUSTOMER : WRITE_NEW_CUSTOMER, [
+  >(pool, WRITES[targets.customerId ? 1 : 0]![claim ? 1 : 0]!, [
     organizationId, // $1
     msg.channel, // $2
     msg.customer_id, // $3
@@ -342,6 +360,7 @@ export async function writeMessage(
     json(plan.conflicts.replaceKeys), // $20
     json(plan.conflicts.replace), // $21
     json(plan.bursts), // $22
+    ...(claim ? [claim.key, claim.token] : []), // $23, $24
   ]);
   if (row!.duplicate) throw new Redelivery();
   if (!row!.written) throw new CustomerExists();

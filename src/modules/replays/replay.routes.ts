@@ -24,8 +24,12 @@ export function replayRoutes(services: Services): AnyRoute[] {
       status: 201,
       response: z.object({ data: ReplayDetailOut }),
       errors: [[404, 'WORKFLOW_NOT_FOUND | TRIGGER_NOT_FOUND | EXECUTION_NOT_FOUND'], [400, 'INVALID_DATE_RANGE']],
-      async handler({ body, credential }) {
-        return { data: await svc.create(credential.organizationId, body) };
+      async handler({ body, credential, claim }) {
+        return { data: await svc.create(credential.organizationId, body, claim) };
+      },
+      // The first try committed the replay (its batch started by the reconciler if that try did not) and died before its answer was stored.
+      async resume({ credential, point }) {
+        return { data: await svc.detail(credential.organizationId, point.replay_id ?? '') };
       },
     }),
     defineRoute({

@@ -10,6 +10,7 @@ import { newId } from '../../ids';
 import type { Services } from '../../services';
 import { recordEvent } from '../events/outbox';
 import { dispatchStart } from '../starts/durable-start';
+import type { HeldClaim } from '../../http/idempotency';
 import { JOBS } from '../starts/job-starts';
 import { replayWorkflowId } from '../../../temporal/replays.shared';
 import { matchingExecutionsSql } from './replay.filter';
@@ -112,7 +113,8 @@ export class ReplayService {
     }
   }
 
-  async create(organizationId: string, body: { filter: ReplayFilter; rate_per_second: number; revision: string }) {
+  /** `claim`: the request's `Idempotency-Key` claim; the replay's id is its recovery point, committed with the replay. */
+  async create(organizationId: string, body: { filter: ReplayFilter; rate_per_second: number; revision: string }, claim?: HeldClaim) {
     const em = this.em();
     await this.requireReferences(em, organizationId, body.filter);
     const id = newId('replay');
@@ -127,6 +129,7 @@ export class ReplayService {
          values (?, ?, ?::jsonb, ?, ?, 'running', ?, ?::timestamptz, ?::timestamptz)`,
         [id, organizationId, JSON.stringify(body.filter), body.rate_per_second, body.revision, n, cutoff, cutoff],
       );
+      await claim?.recordIn(t, { replay_id: id });
     });
     await dispatchStart(this.services, JOBS.replay, { id, organization_id: organizationId, rate_per_second: body.rate_per_second });
     return await this.detail(organizationId, id);

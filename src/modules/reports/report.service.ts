@@ -5,6 +5,7 @@
  * the route streams or redirects to), and the state changes the report workflow makes
  * (completed, failed), each committed with its `report.*` event.
  */
+import type { HeldClaim } from '../../http/idempotency';
 import type { Page } from '../../http/pagination';
 import type { z } from '../../http/zod';
 import { newId } from '../../ids';
@@ -28,7 +29,7 @@ export class ReportService implements FileJobService<ReportRequest, z.output<typ
     this.records = new FileRecords(services, Report, 'report', 'generating');
   }
 
-  async create(organizationId: string, body: ReportRequest): Promise<z.output<typeof ReportOut>> {
+  async create(organizationId: string, body: ReportRequest, claim?: HeldClaim): Promise<z.output<typeof ReportOut>> {
     resolvePeriod(body.filters.start_date, body.filters.end_date);
     await this.records.requireWorkflows(organizationId, body.filters.workflow_ids);
     const id = newId('report');
@@ -41,7 +42,7 @@ export class ReportService implements FileJobService<ReportRequest, z.output<typ
       request: { metrics: body.metrics, filters: body.filters, group_by: body.group_by, granularity: body.granularity },
       status: 'generating',
       fileKey: `reports/${organizationId}/${id}.${body.format}`,
-    });
+    }, claim);
     await dispatchJob(this.services, JOBS.report, { id, organization_id: organizationId });
     return this.toReportOut(record);
   }

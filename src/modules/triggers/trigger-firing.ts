@@ -31,6 +31,7 @@ import { sendTemporalCancel } from '../executions/execution.canceller';
 import { TriggerExecution } from './trigger.entity';
 import type { MessageTriggerConfig } from './trigger.schemas';
 import { transactionalRetrying } from '../../db/transaction';
+import type { HeldClaim } from '../../http/idempotency';
 
 /** An inbound message, as a message trigger matches it. */
 export interface MessageMatchQuery {
@@ -96,6 +97,8 @@ export interface FireTriggerRequest {
   sourceKey?: string;
   /** The inbound message that started it (a debounced burst's first), for conversation journeys. */
   messageId?: string;
+  /** The fire request's `Idempotency-Key` claim: the firing's id is its recovery point, committed with it. */
+  claim?: HeldClaim;
 }
 
 export interface FireTriggerResult {
@@ -169,7 +172,11 @@ export async function fireTrigger(services: Services, req: FireTriggerRequest): 
     if (previous) throw conflict(previous.errorCode ?? 'TRIGGER_EXECUTION_FAILED', previous.errorMessage ?? 'Trigger execution failed');
   }
 
-  const recorded = await transactionalRetrying(em, (tx) => recordTriggerFiring(tx, req));
+  const recorded = await transactionalRetrying(em, async (tx) => {
+    const firing = await recordTriggerFiring(tx, req);
+    await req.claim?.recordIn(tx, { trigger_execution_id: firing.triggerExecutionId });
+    return firing;
+  });
   if (recorded.error) throw recorded.error;
   const pending = recorded.pending;
   if (!pending) return { triggerExecutionId: recorded.triggerExecutionId, executionId: null };

@@ -3,7 +3,7 @@
  * deactivate, pause, resume, executions list and detail, metrics) plus the endpoint an
  * `api` trigger is fired at (`POST /v1/triggers/{trigger_id}/fire`, the trigger's `endpoint`).
  */
-import { DomainError } from '../../errors';
+import { conflict, DomainError } from '../../errors';
 import { MessageOut } from '../../http/openapi';
 import { paginate, PaginationOut } from '../../http/pagination';
 import { type AnyRoute, defineRoute } from '../../http/route';
@@ -243,11 +243,12 @@ export function triggerRoutes(services: Services): AnyRoute[] {
         const config = trigger.configuration as unknown as ApiTriggerConfig;
         return [{ rule: { name: 'api_trigger', limit: config.rate_limit, windowMs: HOUR }, subject: trigger.id }];
       },
-      async handler({ params, body, credential, ctx }) {
+      async handler({ params, body, credential, ctx, claim }) {
         const service = svc();
         const trigger = await service.get(credential.organizationId, params.trigger_id);
         if (trigger.type !== 'api') throw triggerNotFound();
         const fired = await fireTrigger(services, {
+          ...(claim ? { claim } : {}),
           organizationId: trigger.organizationId,
           triggerId: trigger.id,
           workflowId: trigger.workflowId,
@@ -257,6 +258,15 @@ export function triggerRoutes(services: Services): AnyRoute[] {
           metadata: { source: 'api', user_agent: ctx.get('user-agent') || null, credential_id: credential.id },
         });
         return { data: toTriggerExecutionOut(await service.getExecution(credential.organizationId, trigger.id, fired.triggerExecutionId)) };
+      },
+      // The first try recorded its firing (and its execution, which the reconciler starts) and died before its answer was stored.
+      async resume({ params, credential, point }) {
+        const firing = await svc().getExecution(credential.organizationId, params.trigger_id, point.trigger_execution_id ?? '');
+        // A firing whose workflow could not run was answered with its error, recorded on it.
+        if (firing.execution_id === null && firing.status === 'failed') {
+          throw conflict(firing.error_code ?? 'TRIGGER_EXECUTION_FAILED', firing.error_message ?? 'Trigger execution failed');
+        }
+        return { data: toTriggerExecutionOut(firing) };
       },
     }),
   ];

@@ -254,8 +254,12 @@ export function webhookRoutes(services: Services): AnyRoute[] {
         [404, 'WEBHOOK_NOT_FOUND | WEBHOOK_LOG_NOT_FOUND'],
         [422, 'WEBHOOK_VALIDATION_FAILED'],
       ],
-      async handler({ params, credential }) {
-        return { data: await svc().redeliver(credential.organizationId, params.webhook_id, params.log_id) };
+      async handler({ params, credential, claim }) {
+        return { data: await svc().redeliver(credential.organizationId, params.webhook_id, params.log_id, claim ? { claim } : {}) };
+      },
+      // The first try recorded its delivery's id and died before its answer was stored: the same id is started (once).
+      async resume({ params, credential, point }) {
+        return { data: await svc().redeliver(credential.organizationId, params.webhook_id, params.log_id, { deliveryId: point.delivery_id ?? '' }) };
       },
     }),
     defineRoute({

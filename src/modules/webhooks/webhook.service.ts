@@ -8,6 +8,8 @@
 import { deliveryTimingOf } from '../../config';
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import type { HeldClaim } from '../../http/idempotency';
 import { flushOrConflict } from '../../db/flush';
 import { dateFilter } from '../metrics/execution-metrics';
 import { conflict, invalid, notFound, unprocessable } from '../../errors';
@@ -171,8 +173,14 @@ export class WebhookService {
     return { items, total };
   }
 
-  /** Starts a new delivery of the log entry's event; its attempts continue the event's count. */
-  async redeliver(organizationId: string, id: string, logId: string) {
+  /**
+   * Starts a new delivery of the log entry's event; its attempts continue the event's count.
+   * With an `Idempotency-Key` claim, the delivery's workflow id is recorded in the claim
+   * (the recovery point, committed) before the start; a retry whose first try died after
+   * that passes it back as `deliveryId` and starts the same id again, which Temporal refuses
+   * if the first start happened: one delivery per key either way.
+   */
+  async redeliver(organizationId: string, id: string, logId: string, opts: { claim?: HeldClaim; deliveryId?: string } = {}) {
     const hook = await this.get(organizationId, id);
     const log = await this.em.findOne(WebhookLog, { id: logId, webhookId: id, organizationId });
     if (!log) throw notFound('WEBHOOK_LOG_NOT_FOUND', 'Webhook log entry');
@@ -193,7 +201,8 @@ export class WebhookService {
       ...deliveryTimingOf(this.services.config),
       previousAttempts: row?.n ?? 0,
     };
-    const workflowId = redeliveryWorkflowId(event.id, hook.id, randomBase62(10));
+    const workflowId = opts.deliveryId ?? redeliveryWorkflowId(event.id, hook.id, randomBase62(10));
+    await opts.claim?.recordIn(this.em, { delivery_id: workflowId });
     await this.services.temporal.client.workflow.start(WEBHOOK_DELIVERY_WORKFLOW_TYPE, {
       taskQueue: this.services.config.TEMPORAL_TASK_QUEUE,
       workflowId,
@@ -201,6 +210,9 @@ export class WebhookService {
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       workflowIdConflictPolicy: 'FAIL',
       ...webhookDeliveryMetadata(this.services.config, { eventId: event.id, eventType: event.type, webhookId: hook.id, organizationId, redelivery: true }),
+    }).catch((err: unknown) => {
+      // A resumed redelivery whose first try did start it.
+      if (!(opts.deliveryId && err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
     });
     return { delivery_id: workflowId, webhook_id: hook.id, event_id: event.id, log_id: log.id, status: 'queued' as const };
   }
