@@ -11,7 +11,7 @@
  * case (the previous one died at its failpoint), the next one while a case runs.
  */
 import { randomUUID } from 'node:crypto';
-import { reconcileOnce } from '../../src/modules/executions/execution.reconciler';
+import { reconcileOnce } from '../../src/reconciler';
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { freePort, type SpawnedProcess, spawnService } from '../helpers/process';
