@@ -113,14 +113,17 @@ export function renderChartSvg(data: ChartData, granularity: Granularity, width:
   // Bars for counts (a count per bucket), lines for rates and durations.
   const bars = data.unit === 'count';
   const points = data.buckets.length;
+  // Long names (workflows) are shortened; the legend wraps onto as many rows as it needs, above the plot.
+  const names = data.series.map((s) => (s.name.length > 40 ? `${s.name.slice(0, 39)}…` : s.name));
+  const legendRows = legend ? Math.ceil(names.reduce((w, n) => w + n.length * 5 + 34, 0) / width) : 0;
 
   const chart = echarts.init(null, null, { renderer: 'svg', ssr: true, width, height });
   try {
     chart.setOption({
       animation: false,
       textStyle: axisText,
-      legend: legend ? { show: true, top: 0, right: 0, itemWidth: 14, itemHeight: 9, textStyle: axisText, data: data.series.map((s) => s.name) } : { show: false },
-      grid: { left: 8, right: 14, top: legend ? 26 : 10, bottom: 4, outerBoundsMode: 'same', outerBoundsContain: 'axisLabel' },
+      legend: legend ? { show: true, top: 0, left: 0, itemWidth: 14, itemHeight: 9, textStyle: axisText, data: names } : { show: false },
+      grid: { left: 8, right: 14, top: 10 + legendRows * 18, bottom: 4, outerBoundsMode: 'same', outerBoundsContain: 'axisLabel' },
       xAxis: {
         type: 'category',
         data: data.buckets.map((b) => bucketAxisLabel(b, granularity)),
@@ -143,7 +146,7 @@ export function renderChartSvg(data: ChartData, granularity: Granularity, width:
         },
       },
       series: data.series.map((s, i) => ({
-        name: s.name,
+        name: names[i],
         type: bars ? 'bar' : 'line',
         data: s.values.map((v) => (v === null ? null : scale(v))),
         color: CHART_COLOURS[i % CHART_COLOURS.length],

@@ -269,6 +269,14 @@ function comparison(doc: Doc, input: ReportPdfInput): void {
   chart(doc, input, `${chartTitle(first, data.chartGranularity)}, by ${by}`, { unit: first.unit, buckets: data.groups[0]!.chartSeries.map((b) => b.date), series: perGroup });
 }
 
+/** `text` cut with an ellipsis to fit `width` on one line in the current font. */
+function fitted(doc: Doc, text: string, width: number): string {
+  if (doc.widthOfString(text) <= width) return text;
+  let n = text.length;
+  while (n > 1 && doc.widthOfString(`${text.slice(0, n)}…`) > width) n--;
+  return `${text.slice(0, n).trimEnd()}…`;
+}
+
 /** Footers once every page exists: the report's name and "Page i of n". */
 function footers(doc: Doc, name: string): void {
   const { start, count } = doc.bufferedPageRange();
@@ -276,13 +284,13 @@ function footers(doc: Doc, name: string): void {
     doc.switchToPage(i);
     const left = doc.page.margins.left;
     const width = contentWidth(doc);
-    const y = doc.page.height - BOTTOM_MARGIN + 30;
+    const y = doc.page.height - BOTTOM_MARGIN + 22;
     // Writing below the bottom margin would start a new page.
     const margin = doc.page.margins.bottom;
     doc.page.margins.bottom = 0;
     rule(doc, y - 6, RULE);
     doc.font('Helvetica').fontSize(8).fillColor(MUTED);
-    doc.text(name, left, y, { width: width - 80, lineBreak: false, ellipsis: true });
+    doc.text(fitted(doc, name, width - 90), left, y, { lineBreak: false });
     doc.text(`Page ${i - start + 1} of ${count}`, left + width - 80, y, { width: 80, align: 'right', lineBreak: false });
     doc.page.margins.bottom = margin;
   }

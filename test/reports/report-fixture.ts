@@ -4,10 +4,10 @@
  * success_rate and customer_satisfaction grouped by workflow at hourly granularity. The PDF
  * tests render it, and scripts/render-report-example.ts renders docs/report-example.png from it.
  */
-import { bucketLabel, bucketStarts } from '../../../src/modules/metrics/analytics-metrics';
-import type { Granularity } from '../../../src/modules/metrics/execution-metrics';
-import type { ReportData, ReportGroup, ReportSeries, StoredReportRequest } from '../../../src/modules/reports/report.data';
-import type { ReportPdfInput } from '../../../src/modules/reports/report.pdf';
+import { bucketLabel, bucketStarts } from '../../src/modules/metrics/analytics-metrics';
+import type { Granularity } from '../../src/modules/metrics/execution-metrics';
+import type { ReportData, ReportGroup, ReportSeries, StoredReportRequest } from '../../src/modules/reports/report.data';
+import type { ReportPdfInput } from '../../src/modules/reports/report.pdf';
 
 const PERIOD = { start: new Date('2026-11-01T00:00:00Z'), end: new Date('2026-12-01T00:00:00Z') };
 
