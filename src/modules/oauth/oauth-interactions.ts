@@ -9,6 +9,9 @@
  *   wrong password get the same answer after the same scrypt work. Attempts are limited
  *   per email and per IP.
  * - Consent grants requested ∩ client's ∩ the user's role; Deny answers access_denied.
+ *   The consent page opens the connected-applications session (oauth-grants-session.ts) for
+ *   its person, and offers "Use another account": the same authorization request again
+ *   with prompt=login.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
@@ -24,6 +27,7 @@ import { Organization } from '../organizations/organization.entity';
 import { User } from '../users/user.entity';
 import { UserService } from '../users/user.service';
 import { OAuthClient } from './oauth-client.entity';
+import { GrantsSessions } from './oauth-grants-session';
 import { renderConsentPage, renderErrorPage, renderSignInPage } from './oauth-pages';
 
 const FIFTEEN_MINUTES = 15 * 60_000;
@@ -59,6 +63,7 @@ export const PAGE_HEADERS = {
 
 export function interactionRouter(services: OAuthServices, server: OAuthServer): Router {
   const { provider, resource, cookieKey } = server;
+  const grantsSessions = new GrantsSessions(services, cookieKey);
   const csrfFor = (uid: string) => createHmac('sha256', cookieKey).update(`csrf:${uid}`).digest('base64url');
 
   const router = new Router({ prefix: '/oauth/interaction/:uid' });
@@ -127,8 +132,20 @@ export function interactionRouter(services: OAuthServices, server: OAuthServer):
       return finish(ctx, { error: 'invalid_scope', error_description: 'None of the requested scopes can be granted to this user' });
     }
     const org = await services.orm.em.fork().findOneOrFail(Organization, { id: client.organizationId });
+    // "Use another account": the same request, asking the provider for a new sign-in.
+    const again = new URLSearchParams(Object.entries(details.params).filter((e): e is [string, string] => typeof e[1] === 'string'));
+    again.set('prompt', 'login');
+    grantsSessions.open(ctx, user);
     ctx.type = 'html';
-    ctx.body = renderConsentPage({ uid: details.uid, csrf: csrfFor(details.uid), clientName: client.name, email: user.email, organizationName: org.name, scopes: granted });
+    ctx.body = renderConsentPage({
+      uid: details.uid,
+      csrf: csrfFor(details.uid),
+      clientName: client.name,
+      email: user.email,
+      organizationName: org.name,
+      scopes: granted,
+      switchAccountUrl: `/oauth/authorize?${again.toString()}`,
+    });
   });
 
   router.post('/login', form, async (ctx) => {
