@@ -10,8 +10,9 @@
  *   per email and per IP.
  * - Consent grants requested ∩ client's ∩ the user's role; Deny answers access_denied.
  *   The consent page opens the connected-applications session (oauth-grants-session.ts) for
- *   its person, and offers "Use another account": the same authorization request again
- *   with prompt=login.
+ *   its person, and offers "Use another account" (a form: it ends the provider's session
+ *   server-side, then restarts the same authorization request, which asks for a sign-in;
+ *   the provider's own logout page needs JavaScript).
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
@@ -132,9 +133,6 @@ export function interactionRouter(services: OAuthServices, server: OAuthServer):
       return finish(ctx, { error: 'invalid_scope', error_description: 'None of the requested scopes can be granted to this user' });
     }
     const org = await services.orm.em.fork().findOneOrFail(Organization, { id: client.organizationId });
-    // "Use another account": the same request, asking the provider for a new sign-in.
-    const again = new URLSearchParams(Object.entries(details.params).filter((e): e is [string, string] => typeof e[1] === 'string'));
-    again.set('prompt', 'login');
     grantsSessions.open(ctx, user);
     ctx.type = 'html';
     ctx.body = renderConsentPage({
@@ -144,7 +142,6 @@ export function interactionRouter(services: OAuthServices, server: OAuthServer):
       email: user.email,
       organizationName: org.name,
       scopes: granted,
-      switchAccountUrl: `/oauth/authorize?${again.toString()}`,
     });
   });
 
@@ -186,6 +183,19 @@ export function interactionRouter(services: OAuthServices, server: OAuthServer):
     const grantId = await grant.save();
     services.logger.info({ sub: user.id, client_id: client.id, scopes: granted }, 'oauth consent');
     return finish(ctx, { consent: { grantId } });
+  });
+
+  // "Not you? Use another account": ends this browser's provider session, then asks again.
+  router.post('/switch', form, async (ctx) => {
+    checkCsrf(ctx);
+    const { details } = await load(ctx);
+    const sessionId = ctx.cookies.get('_session');
+    const session = sessionId ? await provider.Session.find(sessionId) : undefined;
+    await session?.destroy();
+    const again = new URLSearchParams(Object.entries(details.params).filter((e): e is [string, string] => typeof e[1] === 'string'));
+    again.delete('prompt');
+    ctx.status = 303;
+    ctx.redirect(`/oauth/authorize?${again.toString()}`);
   });
 
   router.post('/abort', form, async (ctx) => {

@@ -28,6 +28,7 @@ button,.button{display:inline-block;min-height:2.75rem;padding:.6rem 1.2rem;font
 input:focus-visible,button:focus-visible,a:focus-visible{outline:3px solid #b45309;outline-offset:2px}
 input[aria-invalid=true]{border-color:#b91c1c}
 a{color:#1d4ed8}
+.link{min-height:2.75rem;padding:0;border:0;background:none;color:#1d4ed8;text-decoration:underline;font-weight:400}
 .hint{color:#4b5563;font-size:.9rem;margin:.25rem 0 0}
 .grant{border-top:1px solid #e5e7eb;padding:1rem 0}.grant h2{font-size:1.1rem;margin:0 0 .25rem}
 .notice{background:#ecfdf5;color:#065f46;border:1px solid #6ee7b7;border-radius:.5rem;padding:.6rem .75rem}
@@ -86,14 +87,16 @@ export function renderConsentPage(p: {
   email: string;
   organizationName: string;
   scopes: Scope[];
-  switchAccountUrl: string;
 }): string {
   const items = p.scopes.map((s) => `<li>${escapeHtml(SCOPE_WORDS[s])} <span class="muted">(${escapeHtml(s)})</span></li>`).join('');
   return layout(
     `Allow ${p.clientName}?`,
     `<h1>Allow ${escapeHtml(p.clientName)}?</h1>
-<p>Signed in to <strong>${escapeHtml(p.organizationName)}</strong> as <strong>${escapeHtml(p.email)}</strong>.
-<a href="${escapeHtml(p.switchAccountUrl)}">Not you? Use another account</a></p>
+<p>Signed in to <strong>${escapeHtml(p.organizationName)}</strong> as <strong>${escapeHtml(p.email)}</strong>.</p>
+<form method="post" action="/oauth/interaction/${escapeHtml(p.uid)}/switch">
+<input type="hidden" name="csrf" value="${escapeHtml(p.csrf)}">
+<button class="link" type="submit">Not you? Use another account</button>
+</form>
 <p><strong>${escapeHtml(p.clientName)}</strong> is asking to access <strong>${escapeHtml(p.organizationName)}</strong> and to:</p>
 <ul>${items}</ul>
 <p class="muted">You can revoke this access later on <a href="${escapeHtml(grantsPageUrl(p.organizationName))}" target="_blank" rel="noopener">your connected applications</a> page (opens in a new tab).</p>
