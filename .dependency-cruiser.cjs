@@ -53,7 +53,7 @@ module.exports = {
         pathNot: [
           '[.]routes[.]ts$',
           '[.]docs[.]ts$',
-          '^src/modules/oauth/oauth-(server|account|interactions)[.]ts$',
+          '^src/modules/oauth/oauth-(server|account|interactions|grants-session)[.]ts$',
           '^src/modules/inbound/trigger-receiver[.]ts$',
         ],
       },

@@ -2,87 +2,53 @@
  * Owns the signed-in page where a person sees the applications they approved and revokes
  * one: `/oauth/grants`. Plain HTML forms, no JavaScript, like the consent pages.
  *
- * - Sign-in: organization (by name: emails are unique per organization only), email and
- *   password, with the consent page's rules (same answer for an unknown email or a wrong
- *   password, the same per-email and per-IP attempt limits).
- * - Session: a cookie holding the user id, a random session id and an expiry (1 h),
- *   signed with HMAC under the server's cookie key; HttpOnly, SameSite=Lax, scoped to
- *   /oauth/grants, Secure when the service is served over HTTPS. It also carries a
- *   fingerprint of the password hash, so changing the password ends every session; a
- *   deleted user is signed out.
+ * - Sign-in: organization (by name, trimmed and case-insensitive as emails are: emails are
+ *   unique per organization only), email and password, with the consent page's rules (same
+ *   answer for an unknown email or a wrong password, the same per-email and per-IP attempt
+ *   limits). Signing in on a consent page signs in here too.
+ * - Session: oauth-grants-session.ts.
+ * - Revoking asks first: the grant's "Revoke access" opens a confirmation page
+ *   (`GET /oauth/grants/revoke?client_id=`) whose form revokes.
  * - CSRF: every form carries HMAC(server key, session id); before sign-in, the session id
  *   is a random nonce in a cookie of its own. A cross-site post has neither.
  */
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { koaBody } from 'koa-body';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import type { OAuthServer } from './oauth-provider';
 import type { OAuthServices } from './oauth-state';
 import { Organization } from '../organizations/organization.entity';
-import { User } from '../users/user.entity';
 import { UserService } from '../users/user.service';
 import { OAuthClient } from './oauth-client.entity';
+import { GRANTS_PATH as PATH, GrantsSessions, SESSION_TTL_S } from './oauth-grants-session';
 import { PAGE_HEADERS, signInLimitChecks } from './oauth-interactions';
-import { renderAccountSignInPage, renderErrorPage, renderGrantsPage } from './oauth-pages';
+import { renderAccountSignInPage, renderErrorPage, renderGrantsPage, renderRevokePage } from './oauth-pages';
 
-const PATH = '/oauth/grants';
-const SESSION_COOKIE = 'wfa_grants_session';
 const NONCE_COOKIE = 'wfa_grants_nonce';
-const SESSION_TTL_S = 3600;
 const SIGN_IN_FAILED = 'The organization, email or password is incorrect.';
 
-interface Session {
-  /** User id. */
-  u: string;
-  /** Session id: what the forms' CSRF tokens are bound to. */
-  s: string;
-  /** Expiry, Unix seconds. */
-  e: number;
-  /** Fingerprint of the password hash: a new password ends the session. */
-  p: string;
+/**
+ * The organization a person typed, matched as emails are: trimmed and case-insensitive.
+ * Names are unique as written, so two may differ only in case: then only the exact one matches.
+ */
+async function organizationNamed(em: EntityManager, typed: string): Promise<Organization | null> {
+  if (!typed) return null;
+  const rows = await em.execute<Array<{ id: string; name: string }>>('select id, name from organizations where lower(name) = lower(?) limit 10', [typed]);
+  const match = rows.length === 1 ? rows[0] : rows.find((r) => r.name === typed);
+  return match ? await em.findOne(Organization, { id: match.id }) : null;
 }
 
 export function accountRouter(services: OAuthServices, server: OAuthServer): Router {
-  const key = server.cookieKey;
-  const secure = services.config.BASE_URL.startsWith('https:');
-  const mac = (purpose: string, value: string) => createHmac('sha256', key).update(`${purpose}:${value}`).digest('base64url');
-  const sameMac = (given: string, expected: string) => {
-    const a = Buffer.from(given);
-    const b = Buffer.from(expected);
-    return a.length === b.length && timingSafeEqual(a, b);
-  };
-  const passwordPrint = (user: User) => mac('grants-password', user.passwordHash).slice(0, 16);
-
-  // Set by hand: Koa's cookies refuse a Secure cookie on a plain connection (TLS ended at a proxy).
-  const setCookie = (ctx: Context, name: string, value: string, maxAgeS: number) =>
-    ctx.append('Set-Cookie', `${name}=${value}; Path=${PATH}; Max-Age=${maxAgeS}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`);
-
-  function readSession(ctx: Context): Session | null {
-    const raw = ctx.cookies.get(SESSION_COOKIE);
-    if (!raw) return null;
-    const [body, sig] = raw.split('.');
-    if (!body || !sig || !sameMac(sig, mac('grants-session', body))) return null;
-    try {
-      const session = JSON.parse(Buffer.from(body, 'base64url').toString()) as Session;
-      return session.e * 1000 > Date.now() ? session : null;
-    } catch {
-      return null;
-    }
-  }
-
-  async function signedInUser(ctx: Context): Promise<{ user: User; session: Session } | null> {
-    const session = readSession(ctx);
-    if (!session) return null;
-    const user = await services.orm.em.fork().findOne(User, { id: session.u });
-    return user && sameMac(session.p, passwordPrint(user)) ? { user, session } : null;
-  }
+  const sessions = new GrantsSessions(services, server.cookieKey);
+  const mac = (purpose: string, value: string) => sessions.mac(purpose, value);
 
   function signInPage(ctx: Context, extra: { organizationName?: string; email?: string; error?: string } = {}) {
     let nonce = ctx.cookies.get(NONCE_COOKIE);
     if (!nonce || !/^[\w-]{32}$/.test(nonce)) {
       nonce = randomBytes(24).toString('base64url');
-      setCookie(ctx, NONCE_COOKIE, nonce, SESSION_TTL_S);
+      sessions.setCookie(ctx, NONCE_COOKIE, nonce, SESSION_TTL_S);
     }
     ctx.type = 'html';
     ctx.body = renderAccountSignInPage({ csrf: mac('grants-signin', nonce), ...extra });
@@ -90,7 +56,7 @@ export function accountRouter(services: OAuthServices, server: OAuthServer): Rou
 
   function checkCsrf(ctx: Context, boundTo: string | undefined, purpose: string) {
     const given = String((ctx.request.body as Record<string, unknown> | undefined)?.csrf ?? '');
-    if (!boundTo || !sameMac(given, mac(purpose, boundTo))) {
+    if (!boundTo || !sessions.sameMac(given, mac(purpose, boundTo))) {
       ctx.status = 403;
       ctx.type = 'html';
       ctx.body = renderErrorPage('invalid_request', 'The form was not submitted from this page. Go back and try again.');
@@ -107,7 +73,7 @@ export function accountRouter(services: OAuthServices, server: OAuthServer): Rou
   });
 
   router.get('/', async (ctx) => {
-    const signedIn = await signedInUser(ctx);
+    const signedIn = await sessions.signedIn(ctx);
     if (!signedIn) return signInPage(ctx, { organizationName: String(ctx.query.organization ?? '').slice(0, 200) });
     const { user, session } = signedIn;
     let notice: string | undefined;
@@ -127,7 +93,7 @@ export function accountRouter(services: OAuthServices, server: OAuthServer): Rou
     const organizationName = String(body.organization ?? '').trim().slice(0, 200);
     const email = String(body.email ?? '').trim().toLowerCase().slice(0, 320);
     const password = String(body.password ?? '').slice(0, 1024);
-    const org = organizationName ? await services.orm.em.fork().findOne(Organization, { name: organizationName }) : null;
+    const org = await organizationNamed(services.orm.em.fork() as EntityManager, organizationName);
     const limit = await services.rateLimiter.check(signInLimitChecks(services, org?.id ?? '-', email, ctx.ip));
     if (!limit.allowed) {
       ctx.status = 429;
@@ -140,16 +106,28 @@ export function accountRouter(services: OAuthServices, server: OAuthServer): Rou
       ctx.status = 401;
       return signInPage(ctx, { organizationName, email, error: SIGN_IN_FAILED });
     }
-    const session: Session = { u: user.id, s: randomBytes(16).toString('base64url'), e: Math.floor(Date.now() / 1000) + SESSION_TTL_S, p: passwordPrint(user) };
-    const value = Buffer.from(JSON.stringify(session)).toString('base64url');
-    setCookie(ctx, SESSION_COOKIE, `${value}.${mac('grants-session', value)}`, SESSION_TTL_S);
+    sessions.open(ctx, user);
     services.logger.info({ sub: user.id }, 'grants page sign-in');
     ctx.status = 303;
     ctx.redirect(PATH);
   });
 
+  // The confirmation step: what revoking takes away, and the one button that does it.
+  router.get('/revoke', async (ctx) => {
+    const signedIn = await sessions.signedIn(ctx);
+    if (!signedIn) return signInPage(ctx);
+    const clientId = typeof ctx.query.client_id === 'string' ? ctx.query.client_id.slice(0, 64) : '';
+    const grant = (await services.oauthGrants.list(signedIn.user.id)).find((g) => g.clientId === clientId);
+    if (!grant) {
+      ctx.status = 303;
+      return ctx.redirect(PATH);
+    }
+    ctx.type = 'html';
+    ctx.body = renderRevokePage({ csrf: mac('grants-form', signedIn.session.s), grant });
+  });
+
   router.post('/revoke', form, async (ctx) => {
-    const signedIn = await signedInUser(ctx);
+    const signedIn = await sessions.signedIn(ctx);
     if (!checkCsrf(ctx, signedIn?.session.s, 'grants-form')) return;
     const clientId = String((ctx.request.body as Record<string, unknown>).client_id ?? '').slice(0, 64);
     const revoked = await services.oauthGrants.revoke(signedIn!.user.id, clientId);
@@ -159,9 +137,9 @@ export function accountRouter(services: OAuthServices, server: OAuthServer): Rou
   });
 
   router.post('/sign-out', form, async (ctx) => {
-    const signedIn = await signedInUser(ctx);
+    const signedIn = await sessions.signedIn(ctx);
     if (!checkCsrf(ctx, signedIn?.session.s, 'grants-form')) return;
-    setCookie(ctx, SESSION_COOKIE, '', 0);
+    sessions.close(ctx);
     ctx.status = 303;
     ctx.redirect(PATH);
   });

@@ -9,6 +9,10 @@
  *   wrong password get the same answer after the same scrypt work. Attempts are limited
  *   per email and per IP.
  * - Consent grants requested ∩ client's ∩ the user's role; Deny answers access_denied.
+ *   The consent page opens the connected-applications session (oauth-grants-session.ts) for
+ *   its person, and offers "Use another account" (a form: it ends the provider's session
+ *   server-side, then restarts the same authorization request, which asks for a sign-in;
+ *   the provider's own logout page needs JavaScript).
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
@@ -24,6 +28,7 @@ import { Organization } from '../organizations/organization.entity';
 import { User } from '../users/user.entity';
 import { UserService } from '../users/user.service';
 import { OAuthClient } from './oauth-client.entity';
+import { GrantsSessions } from './oauth-grants-session';
 import { renderConsentPage, renderErrorPage, renderSignInPage } from './oauth-pages';
 
 const FIFTEEN_MINUTES = 15 * 60_000;
@@ -59,6 +64,7 @@ export const PAGE_HEADERS = {
 
 export function interactionRouter(services: OAuthServices, server: OAuthServer): Router {
   const { provider, resource, cookieKey } = server;
+  const grantsSessions = new GrantsSessions(services, cookieKey);
   const csrfFor = (uid: string) => createHmac('sha256', cookieKey).update(`csrf:${uid}`).digest('base64url');
 
   const router = new Router({ prefix: '/oauth/interaction/:uid' });
@@ -127,8 +133,16 @@ export function interactionRouter(services: OAuthServices, server: OAuthServer):
       return finish(ctx, { error: 'invalid_scope', error_description: 'None of the requested scopes can be granted to this user' });
     }
     const org = await services.orm.em.fork().findOneOrFail(Organization, { id: client.organizationId });
+    grantsSessions.open(ctx, user);
     ctx.type = 'html';
-    ctx.body = renderConsentPage({ uid: details.uid, csrf: csrfFor(details.uid), clientName: client.name, email: user.email, organizationName: org.name, scopes: granted });
+    ctx.body = renderConsentPage({
+      uid: details.uid,
+      csrf: csrfFor(details.uid),
+      clientName: client.name,
+      email: user.email,
+      organizationName: org.name,
+      scopes: granted,
+    });
   });
 
   router.post('/login', form, async (ctx) => {
@@ -169,6 +183,19 @@ export function interactionRouter(services: OAuthServices, server: OAuthServer):
     const grantId = await grant.save();
     services.logger.info({ sub: user.id, client_id: client.id, scopes: granted }, 'oauth consent');
     return finish(ctx, { consent: { grantId } });
+  });
+
+  // "Not you? Use another account": ends this browser's provider session, then asks again.
+  router.post('/switch', form, async (ctx) => {
+    checkCsrf(ctx);
+    const { details } = await load(ctx);
+    const sessionId = ctx.cookies.get('_session');
+    const session = sessionId ? await provider.Session.find(sessionId) : undefined;
+    await session?.destroy();
+    const again = new URLSearchParams(Object.entries(details.params).filter((e): e is [string, string] => typeof e[1] === 'string'));
+    again.delete('prompt');
+    ctx.status = 303;
+    ctx.redirect(`/oauth/authorize?${again.toString()}`);
   });
 
   router.post('/abort', form, async (ctx) => {

@@ -8,6 +8,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { type Scope, WORKFLOW_METRICS, type WorkflowMetric, type WorkflowMetricsValues, workflowMetricsOf } from '../metrics/analytics-metrics';
 import { type Granularity, resolvePeriod } from '../metrics/execution-metrics';
+import type { AnswerCounts } from '../metrics/metric-labels';
 
 /** Every metric of workflow analytics can be reported, under the same name. */
 export const REPORT_METRICS = WORKFLOW_METRICS;
@@ -24,6 +25,16 @@ export interface ReportQuery {
   channels?: string[];
   groupBy: readonly ReportGroupBy[];
   granularity: Granularity;
+  /** A PDF's charts: a coarser granularity when the requested one has too many buckets (report.charts.ts). */
+  chartGranularity?: Granularity;
+}
+
+/** A report's creation body as stored (`reports.request`): what its workflow computes and renders. */
+export interface StoredReportRequest {
+  metrics: ReportMetric[];
+  filters: { start_date?: string; end_date?: string; workflow_ids?: string[]; channels?: string[] };
+  group_by: ReportGroupBy[];
+  granularity: Granularity;
 }
 
 export type ReportMetricValue = WorkflowMetricsValues[ReportMetric];
@@ -34,13 +45,20 @@ export interface ReportGroup {
   channel?: string;
   metrics: Partial<Record<ReportMetric, ReportMetricValue>>;
   /** The analytics endpoint's `daily_metrics` items. */
-  series: Awaited<ReturnType<typeof workflowMetricsOf>>['series'];
+  series: ReportSeries;
+  /** For the PDF only: the answers behind satisfaction and NPS, and the series at the charts' granularity. */
+  answers: AnswerCounts;
+  chartSeries: ReportSeries;
 }
+export type ReportSeries = Awaited<ReturnType<typeof workflowMetricsOf>>['series'];
 
 export interface ReportData {
   period: { start_date: string; end_date: string };
   granularity: Granularity;
+  chartGranularity: Granularity;
   groups: ReportGroup[];
+  /** Names of the workflows of the filter and the groups (deleted ones too), for the PDF's words. */
+  workflowNames: Record<string, string>;
 }
 
 const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(', ');
@@ -81,7 +99,7 @@ export async function computeReportData(em: EntityManager, q: ReportQuery): Prom
     keys.sort((x, y) => byCodePoint(x.workflow_id, y.workflow_id) || byCodePoint(x.channel, y.channel));
   }
   const names = new Map<string, string>();
-  const grouped = [...new Set(keys.map((k) => k.workflow_id).filter((id): id is string => id !== undefined))];
+  const grouped = [...new Set([...keys.map((k) => k.workflow_id).filter((id): id is string => id !== undefined), ...(q.workflowIds ?? [])])];
   if (grouped.length) {
     const rows = await em.execute<Array<{ id: string; name: string }>>(
       `select id, name from workflows where organization_id = ? and id in (${placeholders(grouped.length)})`,
@@ -97,13 +115,23 @@ export async function computeReportData(em: EntityManager, q: ReportQuery): Prom
       workflowId: key.workflow_id ?? workflowIds,
       ...(key.channel !== undefined ? { channel: key.channel } : channels ? { channel: channels } : {}),
     };
-    const { metrics, series } = await workflowMetricsOf(em, scope, period, q.granularity);
+    const { counters, metrics, series } = await workflowMetricsOf(em, scope, period, q.granularity);
+    const chartGranularity = q.chartGranularity ?? q.granularity;
     groups.push({
       ...(key.workflow_id !== undefined ? { workflow_id: key.workflow_id, workflow_name: names.get(key.workflow_id) ?? '' } : {}),
       ...(key.channel !== undefined ? { channel: key.channel } : {}),
       metrics: Object.fromEntries(q.metrics.map((m) => [m, metrics[m]])),
       series,
+      answers: { ratings: counters.rating_count, nps: counters.nps_count },
+      // Read again at the coarser bucket, not summed up: rates and distinct customers do not add.
+      chartSeries: chartGranularity === q.granularity ? series : (await workflowMetricsOf(em, scope, period, chartGranularity)).series,
     });
   }
-  return { period: { start_date: period.start.toISOString(), end_date: period.end.toISOString() }, granularity: q.granularity, groups };
+  return {
+    period: { start_date: period.start.toISOString(), end_date: period.end.toISOString() },
+    granularity: q.granularity,
+    chartGranularity: q.chartGranularity ?? q.granularity,
+    groups,
+    workflowNames: Object.fromEntries(names),
+  };
 }

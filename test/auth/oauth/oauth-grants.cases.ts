@@ -116,12 +116,18 @@ describe('OAuth grants: list and revoke', () => {
     const wrong = await browser.submit(signIn, '/oauth/grants/sign-in', { organization: organizationName, email: user.email, password: 'not the password' });
     expect(wrong.status).toBe(401);
     expect(wrong.html).toContain('The organization, email or password is incorrect.');
-    const page = await browser.submit(signIn, '/oauth/grants/sign-in', { organization: organizationName, email: user.email, password: user.password });
+    // The organization is matched as emails are: spaces around it and capitals do not matter.
+    const page = await browser.submit(signIn, '/oauth/grants/sign-in', { organization: `  ${organizationName.toUpperCase()} `, email: user.email, password: user.password });
     expect(page.status).toBe(200);
     expect(page.html).toContain(crm.registered.name);
     expect(page.html).toContain('See your workflows');
 
-    const after = await browser.submit(page, '/oauth/grants/revoke');
+    // Revoking asks first, on a page of its own; nothing is revoked until its form is sent.
+    const confirm = await browser.open(`/oauth/grants/revoke?client_id=${crm.registered.client_id}`);
+    expect(confirm.status).toBe(200);
+    expect(confirm.html).toContain(`Revoke access for ${crm.registered.name}?`);
+    expect((await workflows(crm.tokens.access_token)).status).toBe(200);
+    const after = await browser.submit(confirm, '/oauth/grants/revoke');
     expect(after.status).toBe(200);
     expect(after.html).toContain(`${crm.registered.name} can no longer access your organization.`);
     expect(after.html).toContain('You have not allowed any application');
@@ -143,11 +149,12 @@ describe('OAuth grants: list and revoke', () => {
     expect(forgedSignIn.status).toBe(403);
     const page = await browser.submit(signIn, '/oauth/grants/sign-in', { organization: organizationName, email: user.email, password: user.password });
     expect(page.html).toContain(crm.registered.name);
-    const forgedRevoke = await browser.submit({ ...page, html: forge(page.html) }, '/oauth/grants/revoke');
+    const confirm = await browser.open(`/oauth/grants/revoke?client_id=${crm.registered.client_id}`);
+    const forgedRevoke = await browser.submit({ ...confirm, html: forge(confirm.html) }, '/oauth/grants/revoke');
     expect(forgedRevoke.status).toBe(403);
     // Another browser (no session cookie) replaying the page's real form is refused too.
     const stranger = new FormBrowser(t.config.BASE_URL);
-    expect((await stranger.submit(page, '/oauth/grants/revoke')).status).toBe(403);
+    expect((await stranger.submit(confirm, '/oauth/grants/revoke')).status).toBe(403);
     expect((await workflows(crm.tokens.access_token)).status).toBe(200);
     expect(page.html).not.toContain(crm.tokens.access_token);
 

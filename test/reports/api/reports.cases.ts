@@ -178,10 +178,10 @@ describe('custom reports', () => {
     expect(body.groups[1].series.map((s: { date: string }) => s.date)).toEqual(['2026-11-19', '2026-11-20']);
   });
 
-  it('PDF: title, period, filters, a table per group with the metric names and values, and a chart', async () => {
+  it('PDF: the title block in words, labelled values with units, a chart per time-series metric; a 30-day hourly report charts per day', async () => {
     const done = await completed({
       name: 'Monthly PDF',
-      metrics: ['total_executions', 'success_rate'],
+      metrics: ['total_executions', 'success_rate', 'customer_satisfaction'],
       filters: { ...PERIOD, workflow_ids: [wfA] },
       group_by: ['workflow_id'],
       granularity: 'hour',
@@ -190,16 +190,33 @@ describe('custom reports', () => {
     const file = await download(t, key, pathOf(done.download_url));
     expect(file.headers['content-type']).toBe('application/pdf');
     expect(file.body.subarray(0, 5).toString()).toBe('%PDF-');
-    const text = await pdfText(file.body);
-    const a = await metricsOf(wfA);
+    const text = (await pdfText(file.body)).replace(/\s+/g, ' ');
+    const a = await analyticsOf(wfA);
+    const [orgName] = await t.query<{ name: string }>('select name from organizations where id = ?', [org]);
     expect(text).toContain('Monthly PDF');
-    expect(text).toContain('Period: 2026-11-19T00:00:00.000Z to 2026-11-21T00:00:00.000Z (granularity: hour)');
-    expect(text).toContain(`workflows ${wfA}`);
-    expect(text).toContain(`Support bot (${wfA})`);
-    expect(text).toMatch(new RegExp(`total_executions\\s*${a.total_executions}`));
-    expect(text).toMatch(new RegExp(`success_rate\\s*${a.success_rate}`));
-    expect(text).toContain('Executions per period');
-    expect(text).toContain('2026-11-19T00:00:00Z');
+    expect(text).toContain(`Organization ${orgName!.name}`);
+    expect(text).toContain('Period 19–20 November 2026, UTC');
+    expect(text).toContain('Workflows Support bot');
+    expect(text).toContain('Values per hour');
+    expect(text).toContain(`Workflow ID ${wfA}`);
+    const percent = `${new Intl.NumberFormat('en-US', { maximumFractionDigits: 1 }).format(a.metrics.success_rate * 100)} %`;
+    expect(text).toContain(`Executions ${a.metrics.total_executions} Success rate ${percent} Customer satisfaction ${a.metrics.customer_satisfaction} / 5 (50 answers)`);
+    expect(text).toContain('Executions per hour');
+    expect(text).toContain('Success rate per hour');
+    expect(text).toContain('Page 1 of');
+    expect(text).not.toMatch(/total_executions|\.000Z/);
+
+    // 30 days at hourly granularity: the charts are drawn per day and say so; the JSON keeps the hours.
+    const month = { name: 'Hourly month', metrics: ['total_executions'], filters: { start_date: '2026-10-22', end_date: '2026-11-20', workflow_ids: [wfA] }, granularity: 'hour' };
+    const monthPdf = await completed({ ...month, format: 'pdf' });
+    const monthText = (await pdfText((await download(t, key, pathOf(monthPdf.download_url))).body)).replace(/\s+/g, ' ');
+    expect(monthText).toContain('Period 22 October – 20 November 2026, UTC');
+    expect(monthText).toContain('Executions per day');
+    expect(monthText).toContain('Shown per day: 720 hourly values are too many for one chart.');
+    const monthJson = await completed({ ...month, format: 'json' });
+    const json = JSON.parse((await download(t, key, pathOf(monthJson.download_url))).body.toString('utf8'));
+    expect(json.groups[0].series).toHaveLength(720);
+    expect(Object.keys(json.groups[0]).sort()).toEqual(['metrics', 'series']);
   });
 
   it('rejects unknown metrics, granularities, formats, group_by and foreign workflows with the field', async () => {

@@ -1,0 +1,5 @@
+/** svg-to-pdfkit ships no types: the one call report.pdf.ts makes. */
+declare module 'svg-to-pdfkit' {
+  function SVGtoPDF(doc: PDFKit.PDFDocument, svg: string, x: number, y: number, options?: { width?: number; height?: number; assumePt?: boolean }): void;
+  export = SVGtoPDF;
+}
