@@ -183,7 +183,7 @@ describe('production build: compiled service, prebuilt workflow bundle, metrics,
     // The API started the conversation; its /metrics counted the start and the request.
     const api = await scrape(apiPort);
     expect(api).toMatch(/^workflow_starts_total\{kind="executions"\} 1$/m);
-    expect(api).toMatch(/^http_requests_total\{method="POST",route="\/v1\/messages",status="200"\} 1$/m);
+    expect(api).toMatch(/^http_requests_total\{method="POST",route="\/v1\/messages",status="201"\} 1$/m);
   });
 
   it('every metric of every dashboard panel is on the API\'s or the worker\'s /metrics', async () => {
