@@ -14,7 +14,7 @@ import { parse as parseYaml } from 'yaml';
 import { build } from '../../scripts/build';
 import { bearer, createTestApp, type TestApp, uniqueSuffix } from '../helpers/app';
 import { type HttpsReceiver, startHttpsReceiver } from '../helpers/https-receiver';
-import { freePort, serviceEnv, type SpawnedProcess, spawnProcess } from '../helpers/process';
+import { freePort, type SpawnedProcess, spawnService } from '../helpers/process';
 import { waitFor } from '../helpers/wait';
 import { createActiveWorkflow, waitForExecution } from '../executions/helpers';
 
@@ -76,9 +76,9 @@ describe('production build: compiled service, prebuilt workflow bundle, metrics,
   let outDir: string;
   let bundlePath: string;
   const children: SpawnedProcess[] = [];
-  const node = (script: string, role: string, env: Record<string, string | undefined>) => {
+  const startCompiled = (role: 'api' | 'worker', env: Record<string, string | undefined>) => {
     // `node dist/src/main.js <role>`, as the image's entry point runs it: no tsx loader.
-    const p = spawnProcess(process.execPath, [path.join(outDir, 'src', script), role], { cwd: ROOT, env: serviceEnv(t, env) });
+    const p = spawnService(role, t, env, { main: path.join(outDir, 'src', 'main.js') });
     children.push(p);
     return p;
   };
@@ -104,7 +104,7 @@ describe('production build: compiled service, prebuilt workflow bundle, metrics,
 
   it('compiles to JavaScript that runs without TypeScript: the compiled API answers /healthz and /readyz', async () => {
     expect(readFileSync(path.join(outDir, 'src', 'db', 'sql', 'analytics-rollups.sql'), 'utf8')).toMatch(/create or replace function/i);
-    const api = node('main.js', 'api', { PORT: '0' });
+    const api = startCompiled('api', { PORT: '0' });
     [, apiPort] = (await api.waitForLine(/API listening on http:\/\/localhost:(\d+)/, 60_000)) as [string, string];
     const health = await fetch(`http://127.0.0.1:${apiPort}/healthz`);
     expect([health.status, await health.json()]).toEqual([200, { status: 'ok' }]);
@@ -114,7 +114,7 @@ describe('production build: compiled service, prebuilt workflow bundle, metrics,
 
   it('the compiled worker loads the build\'s workflow bundle, is ready once polling, and runs a conversation', async () => {
     metricsPort = await freePort();
-    worker = node('main.js', 'worker', {
+    worker = startCompiled('worker', {
       TEMPORAL_WORKFLOW_BUNDLE_PATH: bundlePath,
       METRICS_PORT: String(metricsPort),
       EXECUTION_RECONCILE_INTERVAL_MS: '200',
