@@ -15,6 +15,7 @@ import { entities } from './entities';
 import { createLogger } from './logger';
 import { closeServices, createServices } from './services';
 import { EventDispatcher } from './modules/webhooks/event-dispatcher';
+import { undispatchedBacklog } from './modules/events/outbox';
 import { runExecutionReconciler } from './modules/executions/execution.reconciler';
 import { purgeExpiredOAuthModels } from './modules/oauth/oauth-adapter';
 import { ensureFileExpirySchedule } from './modules/files/file-expiry.schedule';
@@ -73,12 +74,8 @@ async function main() {
   let dispatcher: EventDispatcher | undefined;
   let stopReconciler: (() => Promise<void>) | undefined;
   if (role !== 'api') {
-    registerWebhookBacklog(services.metrics.registry, async () => {
-      const [row] = await orm.em.getConnection().execute<Array<{ count: number; oldest: number }>>(
-        `select count(*)::int as count, coalesce(extract(epoch from now() - min(created_at)), 0)::float8 as oldest from events where dispatched_at is null`,
-      );
-      return { count: row?.count ?? 0, oldestSeconds: row?.oldest ?? 0 };
-    });
+    // What the dispatcher below has yet to fan out, read at each scrape.
+    registerWebhookBacklog(services.metrics.registry, () => undispatchedBacklog(orm.em.fork()));
     // Idempotent; lets an external server (docker-compose, production) work without manual setup.
     await ensureSearchAttributes(services.temporal.connection, config.TEMPORAL_NAMESPACE);
     worker = runWorker(
