@@ -39,9 +39,9 @@ COPY package.json ./
 # The code is root's and read-only to the process; it runs as `node` (uid 1000).
 USER node
 EXPOSE 3000 9464
-# The API's liveness (/healthz). A worker-only container serves /healthz on METRICS_PORT
-# instead: the probe follows METRICS_PORT when the role is `worker` (the chart overrides
-# both with its own probes anyway).
+# GET /healthz on PORT (the API), or else on METRICS_PORT: a worker-only container must set
+# METRICS_PORT to be reported healthy (scripts/healthcheck.ts). Kubernetes ignores it; the
+# chart has its own probes.
 HEALTHCHECK --interval=15s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "dist/scripts/healthcheck.js"]
 # Node runs as PID 1 (no npm or tsx wrapper) and handles SIGTERM itself: it drains, then exits.
