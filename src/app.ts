@@ -51,7 +51,7 @@ import { channelRoutes } from './modules/channels/channel.routes';
 import { channelHooksRouter, registerChannelHookDocs } from './modules/channels/channel-hooks.routes';
 import { registerVoiceHookDocs, voiceHooks } from './modules/channels/providers/twilio_voice/voice-hooks.routes';
 import { registerWebhookEventDocs } from './modules/webhooks/webhook.events-doc';
-import type { Services } from './services';
+import { metricsExposition, type Services } from './services';
 import { readinessChecks } from './readiness';
 import { tracingOn } from './telemetry/state';
 import { traceRoute } from './telemetry/koa-route';
@@ -123,7 +123,7 @@ export function createApp(services: ApiServices) {
   });
   router.get('/metrics', async (ctx) => {
     ctx.type = services.metrics.registry.contentType;
-    ctx.body = await services.metrics.registry.metrics();
+    ctx.body = await metricsExposition(services.metrics);
   });
 
   const document = mountApi(router, services);

@@ -29,7 +29,7 @@ export const configDocs: Record<string, VariableDoc> = {
   TEMPORAL_TASK_QUEUE: { description: 'task queue of the worker' },
   TEMPORAL_WORKFLOW_BUNDLE_PATH: {
     description:
-      'a workflow bundle built beforehand from this same code (`bundleWorkflowCode`, written to a file); unset = the worker bundles the workflows at start (seconds)',
+      'a workflow bundle built beforehand from this same code (`npm run build` writes `dist/workflow-bundle.js`; the image sets it to its prebuilt bundle); unset = the worker bundles the workflows at start (seconds)',
   },
   TEMPORAL_STICKY_QUEUE_TIMEOUT_MS: {
     description:
@@ -130,7 +130,7 @@ export const configDocs: Record<string, VariableDoc> = {
   ACTIVITY_INFRA_RETRY_HOURS: {
     description: 'how long activities wait out an outage of our PostgreSQL/Redis before the execution fails ([outages.md](outages.md))',
   },
-  METRICS_PORT: { description: 'a worker-only process serves `/metrics` on this port (the API serves its own)' },
+  METRICS_PORT: { description: 'a worker-only process serves `/metrics` (with the Temporal SDK\'s worker metrics), `/healthz` and `/readyz` (200 while the worker polls) on this port (the API serves its own)' },
   FILE_STORAGE: { description: 'where report and export files go: `local` (under `FILE_STORAGE_DIR`) or `s3` ([reports.md](reports.md))' },
   FILE_STORAGE_DIR: {
     description: 'local file storage root (API and worker must share it: **more than one replica needs `FILE_STORAGE=s3`**)',

@@ -6,7 +6,7 @@
 // First: tracing (when OTEL_EXPORTER_OTLP_ENDPOINT is set) must patch koa, pg, ioredis and undici before they load.
 import './telemetry/preload';
 import { stopTracing } from './telemetry/state';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { createApiServices, createApp, listen } from './app';
 import { ConfigError, loadConfig } from './config';
 import { createOrm, ensureDatabase } from './db/orm';
@@ -15,12 +15,15 @@ import { entities } from './entities';
 import { createLogger } from './logger';
 import { closeServices, createServices } from './services';
 import { EventDispatcher } from './modules/webhooks/event-dispatcher';
+import { undispatchedBacklog } from './modules/events/outbox';
 import { runExecutionReconciler } from './reconciler';
 import { purgeExpiredOAuthModels } from './modules/oauth/oauth-adapter';
 import { ensureFileExpirySchedule } from './modules/files/file-expiry.schedule';
 import { createActivities } from '../temporal/activities';
 import { createWorker, installTemporalRuntime, runWorker, type RunningWorker } from '../temporal/worker';
 import { ensureSearchAttributes } from './temporal-search-attributes';
+import { registerWebhookBacklog } from './telemetry/service-metrics';
+import { freeLoopbackAddress, prometheusTextReader, startWorkerHttp } from './worker-http';
 
 type Role = 'api' | 'worker' | 'all';
 
@@ -32,13 +35,16 @@ async function main() {
   // Both roles seal or open stored secrets: without a keyring, stop here, naming the variable.
   const config = loadConfig(process.env, { requireSecretsKey: true });
   const logger = createLogger(config.LOG_LEVEL);
-  // Before anything creates the SDK's Runtime: its logs (and webpack's) then come out as our JSON.
-  if (role !== 'api') installTemporalRuntime(logger);
+  // Before anything creates the SDK's Runtime: its logs (and webpack's) then come out as our JSON,
+  // and its worker metrics are served on loopback, to be appended to our /metrics.
+  const coreMetricsAddress = role !== 'api' ? await freeLoopbackAddress() : undefined;
+  if (role !== 'api') installTemporalRuntime(logger, { metricsBindAddress: coreMetricsAddress });
 
   if (config.MIGRATE_ON_START) await ensureDatabase(config.DATABASE_URL);
   const orm = await createOrm(entities, config.DATABASE_URL, config.DATABASE_POOL_MAX, config.DATABASE_ACQUIRE_TIMEOUT_MS);
   if (config.MIGRATE_ON_START) await migrateExclusively(orm, config.DATABASE_URL);
   const services = await createServices(config, { logger, orm });
+  if (coreMetricsAddress) services.metrics.appended.push(prometheusTextReader(coreMetricsAddress));
 
   let server: Server | undefined;
   let purgeTimer: NodeJS.Timeout | undefined;
@@ -57,28 +63,20 @@ async function main() {
     purgeTimer.unref();
   }
 
+  let worker: RunningWorker | undefined;
   let metricsServer: Server | undefined;
   if (role === 'worker' && config.METRICS_PORT !== undefined) {
-    // A worker-only process has no API to serve /metrics: this listener serves the same registry.
-    metricsServer = createServer((req, res) => {
-      if (req.url !== '/metrics') {
-        res.writeHead(404).end();
-        return;
-      }
-      services.metrics.registry.metrics().then(
-        (body) => res.writeHead(200, { 'content-type': services.metrics.registry.contentType }).end(body),
-        () => res.writeHead(500).end(),
-      );
-    }).listen(config.METRICS_PORT, config.HOST);
-    await new Promise<void>((resolve) => metricsServer!.once('listening', resolve));
+    // A worker-only process has no API: this listener serves /metrics, /healthz and /readyz (worker-http.ts).
+    metricsServer = await startWorkerHttp({ port: config.METRICS_PORT, host: config.HOST, metrics: services.metrics, workerState: () => worker?.worker.getState() });
     const address = metricsServer.address();
-    logger.info({ port: typeof address === 'object' && address ? address.port : config.METRICS_PORT }, 'worker metrics on /metrics');
+    logger.info({ port: typeof address === 'object' && address ? address.port : config.METRICS_PORT }, 'worker metrics on /metrics, readiness on /readyz');
   }
 
-  let worker: RunningWorker | undefined;
   let dispatcher: EventDispatcher | undefined;
   let stopReconciler: (() => Promise<void>) | undefined;
   if (role !== 'api') {
+    // What the dispatcher below has yet to fan out, read at each scrape.
+    registerWebhookBacklog(services.metrics.registry, () => undispatchedBacklog(orm.em.fork()));
     // Idempotent; lets an external server (docker-compose, production) work without manual setup.
     await ensureSearchAttributes(services.temporal.connection, config.TEMPORAL_NAMESPACE);
     worker = runWorker(

@@ -14,6 +14,7 @@
 import { listenTo } from './db/listen';
 import { classifyError } from './failures';
 import type { Services } from './services';
+import { serviceMetricsFor } from './telemetry/service-metrics';
 import { AGENT_MESSAGE_START } from './modules/channels/agent-messages';
 import { BURST_START } from './modules/debounce/burst-closer';
 import { reconcileStarts, type StartKind } from './modules/starts/durable-start';
@@ -56,6 +57,11 @@ export function runExecutionReconciler(services: Services): () => Promise<void> 
     if (stopped) return;
     current = reconcileOnce(services)
       .then((r) => {
+        const catchUps = serviceMetricsFor(services.metrics.registry).reconcilerCatchUps;
+        catchUps.inc({ kind: 'executions' }, r.started);
+        catchUps.inc({ kind: 'replies' }, r.redelivered);
+        catchUps.inc({ kind: 'cancels' }, r.cancelled);
+        catchUps.inc({ kind: 'jobs' }, r.jobs);
         if (r.started + r.redelivered + r.cancelled + r.jobs > 0) {
           services.logger.info(r, 'reconciler started executions / re-delivered replies / re-sent cancels / started jobs');
         }

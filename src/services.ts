@@ -24,6 +24,14 @@ export interface HttpMetrics {
   registry: Registry;
   requests: Counter<string>;
   duration: Histogram<string>;
+  /** Other exporters' text appended to /metrics (a worker's Core SDK metrics, see src/main.ts). */
+  appended: Array<() => Promise<string>>;
+}
+
+/** What /metrics serves: the registry, then each appended exporter's text (one that fails is left out). */
+export async function metricsExposition(metrics: HttpMetrics): Promise<string> {
+  const parts = await Promise.all([metrics.registry.metrics(), ...metrics.appended.map((read) => read().catch(() => ''))]);
+  return parts.filter((p) => p !== '').map((p) => (p.endsWith('\n') ? p : `${p}\n`)).join('');
 }
 
 export interface Services {
@@ -94,6 +102,7 @@ function createMetrics(): HttpMetrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers: [registry],
     }),
+    appended: [],
   };
 }
 

@@ -49,9 +49,12 @@ const TEMPORAL_LEVELS: Record<string, LogLevel> = { trace: 'TRACE', debug: 'DEBU
  * Installs the SDK's Runtime with a logger that writes through pino, so the worker's own
  * messages, the webpack bundling output and the native core's logs (forwarded, WARN and
  * above) come out as the same JSON lines as ours instead of the SDK's pretty console
- * format. Call once per process, before any worker or NativeConnection exists.
+ * format. With `metricsBindAddress` (host:port), the Core SDK's own worker metrics (task
+ * slots, poll and schedule-to-start latencies, sticky cache) are served there in the
+ * Prometheus text format; the process's /metrics appends them (src/main.ts). Call once per
+ * process, before any worker or NativeConnection exists.
  */
-export function installTemporalRuntime(logger: PinoLogger): void {
+export function installTemporalRuntime(logger: PinoLogger, opts: { metricsBindAddress?: string } = {}): void {
   const sdk = logger.child({ component: 'temporal-sdk' });
   const log = (entry: { level: LogLevel; message: string; meta?: Record<string, unknown> }) => {
     const method = entry.level.toLowerCase() as 'trace' | 'debug' | 'info' | 'warn' | 'error';
@@ -59,7 +62,12 @@ export function installTemporalRuntime(logger: PinoLogger): void {
   };
   Runtime.install({
     logger: new DefaultLogger(TEMPORAL_LEVELS[logger.level] ?? 'ERROR', log),
-    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} } },
+    telemetryOptions: {
+      logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} },
+      // Core's defaults: names as Temporal's own dashboards know them (temporal_ prefix,
+      // latencies in milliseconds, counters without a _total suffix).
+      ...(opts.metricsBindAddress ? { metrics: { prometheus: { bindAddress: opts.metricsBindAddress } } } : {}),
+    },
   });
 }
 

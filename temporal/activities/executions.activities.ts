@@ -30,6 +30,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Services } from '../../src/services';
 import { failpoint } from '../../src/failpoints';
+import { serviceMetricsFor } from '../../src/telemetry/service-metrics';
 import { endpointsFromConfig, ProviderError } from '../../src/failures';
 import { ChannelRejectedError } from '../../src/modules/channels/fallback-adapter';
 import type { ExecutionContext, ExecutionSink, RunCompletion, SinkMessage, StepRecord } from '../../src/modules/executions/execution-sink';
@@ -160,11 +161,18 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
     return undefined;
   };
 
+  const metrics = serviceMetricsFor(services.metrics.registry);
+  /** Counts a conversation this worker finished (live ones only: a dry run is not a conversation). */
+  const countFinished = (status: RunCompletion['status']) => {
+    if (sink.mode === 'live') metrics.executionsFinished.inc({ status });
+  };
+
   /** Delivers through the sink; a provider's final refusal becomes a non-retryable api error. */
   const deliver = async (ctx: ExecutionContext, msg: SinkMessage): Promise<{ windowClosesAt?: number }> => {
     try {
       return (await sink.deliver(ctx, msg)) ?? {};
     } catch (err) {
+      metrics.channelDeliveryFailures.inc({ reason: err instanceof ChannelRejectedError ? 'rejected' : 'provider_error' });
       if (err instanceof ChannelRejectedError) throw ApplicationFailure.nonRetryable(err.message, err.errorType ?? ExecutionErrorTypes.api);
       throw new ProviderError('channel', `channel provider: ${(err as Error).message}`, { cause: err });
     }
@@ -206,6 +214,7 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
       ...(completion.errorMessage ? { errorMessage: completion.errorMessage } : {}),
     };
     const finished = await sink.complete(ctx, completion, step);
+    if (finished) countFinished(completion.status);
     afterFinish();
     return finished;
   };
@@ -263,8 +272,10 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
         }
         if (finishOutput === undefined) return { sent };
         // Not running any more (cancelled after the last send): the completion is a no-op, as the workflow's own would be.
-        if (completed) afterFinish();
-        else await complete(ctx, success(sent.at(-1) ?? null));
+        if (completed) {
+          countFinished('success');
+          afterFinish();
+        } else await complete(ctx, success(sent.at(-1) ?? null));
         return { sent, finished: true };
       } catch (err) {
         if (err instanceof ApplicationFailure && err.type === ExecutionErrorTypes.api) return { sent, rejected: err.message };

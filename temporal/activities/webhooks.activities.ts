@@ -11,6 +11,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { Services } from '../../src/services';
+import { serviceMetricsFor } from '../../src/telemetry/service-metrics';
 import { performDeliveryAttempt } from '../../src/modules/webhooks/webhook.delivery';
 import { WebhookSender } from '../../src/modules/webhooks/webhook.sender';
 import { WebhookThrottle } from '../../src/modules/webhooks/webhook-throttle';
@@ -45,6 +46,7 @@ export function createWebhookActivities(deps: { services: Services; sender?: Web
         afterMs: deps.services.config.WEBHOOK_DISABLE_AFTER_HOURS * 3_600_000,
         minAttempts: deps.services.config.WEBHOOK_DISABLE_MIN_ATTEMPTS,
       }, getThrottle());
+      serviceMetricsFor(deps.services.metrics.registry).webhookAttempts.inc({ outcome: result.kind });
       switch (result.kind) {
         case 'throttled':
           return { status: 'throttled', waitMs: result.waitMs, attemptsMade: n - 1 };

@@ -6,9 +6,10 @@
  * helm is built before jest runs (.ci/run, `npm test`'s pretest); this file only looks it up.
  */
 import { execFileSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseAllDocuments } from 'yaml';
+import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { findHelm, helmMissingMessage } from '../../scripts/lib/helm';
 import { loadConfig } from '../../src/config';
 import { type KubernetesObject, validateKubernetesObject } from './kubernetes-schemas';
@@ -18,6 +19,24 @@ const EXAMPLES = readdirSync(path.join(CHART, 'examples'))
   .filter((f) => f.endsWith('.yaml'))
   .sort();
 const exampleFile = (name: string) => path.join(CHART, 'examples', name);
+
+/**
+ * The variable the chart's Secret seals stored secrets with (`wfa.sealingKeyVar` in
+ * _helpers.tpl), and what an `existingSecret` must hold (docs/deploy.md, "Install").
+ */
+const SEALING_KEY_VAR = 'SECRETS_ENCRYPTION_KEY';
+const EXISTING_SECRET_EXAMPLE: Record<string, string> = {
+  DATABASE_URL: 'postgresql://wfa:secret@postgresql.databases:5432/workflow_automation',
+  REDIS_URL: 'redis://:secret@redis.databases:6379',
+  [SEALING_KEY_VAR]: Buffer.alloc(32, 7).toString('base64'),
+};
+
+/** The final stage's `ENV` of the Dockerfile: what every container of the image starts with. */
+function imageEnv(): Record<string, string> {
+  const dockerfile = readFileSync(path.resolve(__dirname, '../../Dockerfile'), 'utf8');
+  const finalStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+  return Object.fromEntries([...finalStage.matchAll(/^ENV (\w+)=(\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+}
 
 let helmPath: string;
 
@@ -93,6 +112,7 @@ describe('chart: what it runs (examples/minimal.yaml)', () => {
       'Deployment/wfa-workflow-automation-worker',
       'HorizontalPodAutoscaler/wfa-workflow-automation-api',
       'Job/wfa-workflow-automation-migrate',
+      'Pod/wfa-workflow-automation-test-readyz',
       'PodDisruptionBudget/wfa-workflow-automation-api',
       'PodDisruptionBudget/wfa-workflow-automation-worker',
       'Secret/wfa-workflow-automation',
@@ -125,15 +145,30 @@ describe('chart: what it runs (examples/minimal.yaml)', () => {
     expect(annotations).toMatchObject({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': '3000', 'prometheus.io/path': '/metrics' });
   });
 
-  test('the worker: role worker, its own /metrics port, no migration at start, a grace period longer than its 30 s drain', () => {
+  test('the worker: role worker, its own metrics port with liveness and readiness (polling) probes, no migration at start, a grace period longer than its 30 s drain', () => {
     const worker = find(objects(), 'Deployment', 'wfa-workflow-automation-worker');
     const c = container(worker);
     expect(c.args).toEqual(['worker']);
     expect(envOf(c)).toEqual({ MIGRATE_ON_START: 'false', METRICS_PORT: '9464' });
-    expect(c.livenessProbe.httpGet).toEqual({ path: '/metrics', port: 'metrics' });
+    expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
+    expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
     expect(worker.spec.replicas).toBe(2);
     expect(worker.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThan(30);
     expect(worker.spec.template.metadata.annotations['prometheus.io/port']).toBe('9464');
+  });
+
+  test('helm test: a hook Pod calls the API Service\'s /readyz with the release\'s image and fails on anything but 200', () => {
+    const all = objects();
+    const pod = find(all, 'Pod', 'wfa-workflow-automation-test-readyz');
+    expect(pod.metadata.annotations).toMatchObject({ 'helm.sh/hook': 'test' });
+    const c = pod.spec.containers[0];
+    expect(c.image).toBe(container(find(all, 'Deployment', 'wfa-workflow-automation-api')).image);
+    const service = find(all, 'Service', 'wfa-workflow-automation-api');
+    expect(envOf(c).READYZ_URL).toBe(`http://wfa-workflow-automation-api.wfa.svc:${service.spec.ports[0].port}/readyz`);
+    expect(c.command.slice(0, 2)).toEqual(['node', '-e']);
+    expect(c.command[2]).toMatch(/r\.status === 200 \? 0 : 1/);
+    expect(pod.spec.restartPolicy).toBe('Never');
+    expect(render([exampleFile('minimal.yaml')], ['tests.enabled=false']).filter((o) => o.kind === 'Pod')).toEqual([]);
   });
 
   test('migrations: a pre-install/pre-upgrade Job running scripts/migrate.ts, its database URL in a hook Secret created before it', () => {
@@ -144,10 +179,11 @@ describe('chart: what it runs (examples/minimal.yaml)', () => {
       'helm.sh/hook-delete-policy': 'before-hook-creation,hook-succeeded',
     });
     const c = container(job);
-    expect(c.command).toEqual(['node', '--require', 'tsx/cjs', 'scripts/migrate.ts']);
+    // The image's compiled scripts/migrate.ts: plain node, no tsx.
+    expect(c.command).toEqual(['node', 'dist/scripts/migrate.js']);
     expect(envOf(c).DATABASE_URL).toEqual({ secretKeyRef: { name: 'wfa-workflow-automation-migrate', key: 'DATABASE_URL' } });
     // A migration seals stored secrets, so the Job needs the key too.
-    expect(envOf(c).SECRETS_ENCRYPTION_KEY).toEqual({ secretKeyRef: { name: 'wfa-workflow-automation-migrate', key: 'SECRETS_ENCRYPTION_KEY' } });
+    expect(envOf(c)[SEALING_KEY_VAR]).toEqual({ secretKeyRef: { name: 'wfa-workflow-automation-migrate', key: SEALING_KEY_VAR } });
     // The chart's ServiceAccount does not exist yet when a pre-install hook runs.
     expect(job.spec.template.spec.serviceAccountName).toBeUndefined();
     const secret = find(all, 'Secret', 'wfa-workflow-automation-migrate');
@@ -156,16 +192,32 @@ describe('chart: what it runs (examples/minimal.yaml)', () => {
     expect(secret.stringData?.DATABASE_URL).toMatch(/^postgresql:\/\//);
   });
 
-  test('the settings and credentials the pods get are accepted by the service\'s configuration loader, name by name', () => {
-    const all = objects();
-    const settings = find(all, 'ConfigMap', 'wfa-workflow-automation').data ?? {};
-    const credentials = find(all, 'Secret', 'wfa-workflow-automation').stringData ?? {};
-    const workerEnv = envOf(container(find(all, 'Deployment', 'wfa-workflow-automation-worker'))) as Record<string, string>;
-    const env = { ...settings, ...credentials, ...workerEnv };
+});
+
+describe('chart: the environment each Deployment runs with passes the service\'s configuration check', () => {
+  const cases = EXAMPLES.flatMap((example) => ['api', 'worker'].map((role) => [example, role] as const));
+
+  test.each(cases)('examples/%s, the %s Deployment: image ENV + ConfigMap + Secret + container env pass loadConfig, name by name', (example, role) => {
+    const all = render([exampleFile(example)]);
+    const deployment = find(all, 'Deployment', `wfa-workflow-automation-${role}`);
+    const c = container(deployment);
+    expect(c.args).toEqual([role]);
+    // The variables in the order Kubernetes applies them: envFrom sources, then env.
+    const fromSources = (c.envFrom as Array<{ configMapRef?: { name: string }; secretRef?: { name: string } }>).map((source) => {
+      if (source.configMapRef) return find(all, 'ConfigMap', source.configMapRef.name).data ?? {};
+      const name = source.secretRef!.name;
+      const rendered = all.find((o) => o.kind === 'Secret' && o.metadata.name === name) as { stringData?: Record<string, string> } | undefined;
+      // An existingSecret is the user's: it holds what docs/deploy.md asks of it.
+      return rendered ? (rendered.stringData ?? {}) : EXISTING_SECRET_EXAMPLE;
+    });
+    const env = { ...imageEnv(), ...Object.assign({}, ...fromSources), ...(envOf(c) as Record<string, string>) } as Record<string, string>;
     const config = loadConfig(env) as unknown as Record<string, unknown>;
-    // Every name the chart sets is one the service reads (an unknown one would be ignored).
+    // Every name set is one the service reads (an unknown one would be silently ignored).
     for (const name of Object.keys(env)) expect([name, name in config]).toEqual([name, true]);
-    expect(config).toMatchObject({ MIGRATE_ON_START: false, FILE_STORAGE: 's3', S3_BUCKET: 'wfa-files', S3_FORCE_PATH_STYLE: true, PORT: 3000, METRICS_PORT: 9464, NODE_ENV: 'production' });
+    expect(config).toMatchObject({ MIGRATE_ON_START: false, FILE_STORAGE: 's3', NODE_ENV: 'production', TEMPORAL_WORKFLOW_BUNDLE_PATH: '/app/dist/workflow-bundle.js' });
+    expect(config[SEALING_KEY_VAR]).toBeTruthy();
+    if (role === 'worker') expect(config.METRICS_PORT).toBe(9464);
+    else expect(config.PORT).toBe(3000);
   });
 });
 
@@ -183,7 +235,7 @@ describe('chart: production example (existingSecret, KEDA, ServiceMonitor)', () 
     }
     const migrateEnv = envOf(container(find(all, 'Job', 'wfa-workflow-automation-migrate')));
     expect(migrateEnv.DATABASE_URL).toEqual({ secretKeyRef: { name: 'wfa-credentials', key: 'DATABASE_URL' } });
-    expect(migrateEnv.SECRETS_ENCRYPTION_KEY).toEqual({ secretKeyRef: { name: 'wfa-credentials', key: 'SECRETS_ENCRYPTION_KEY' } });
+    expect(migrateEnv[SEALING_KEY_VAR]).toEqual({ secretKeyRef: { name: 'wfa-credentials', key: SEALING_KEY_VAR } });
   });
 
   test('KEDA scales the worker on the Temporal task queue the worker polls', () => {
@@ -216,6 +268,53 @@ describe('chart: production example (existingSecret, KEDA, ServiceMonitor)', () 
     expect(monitor.spec.endpoints.map((e: { port: string; path: string }) => `${e.port} ${e.path}`)).toEqual(['http /metrics', 'metrics /metrics']);
     expect(container(find(all, 'Deployment', 'wfa-workflow-automation-api')).ports[0].name).toBe('http');
     expect(container(find(all, 'Deployment', 'wfa-workflow-automation-worker')).ports[0].name).toBe('metrics');
+  });
+});
+
+describe('chart: the Ingress, the NetworkPolicies and the PrometheusRule', () => {
+  test('the Ingress routes every path to the API but /metrics, which goes to a Service without endpoints', () => {
+    const all = render([exampleFile('production.yaml')]);
+    const ingress = find(all, 'Ingress', 'wfa-workflow-automation-api');
+    const paths = ingress.spec.rules[0].http.paths as Array<{ path: string; pathType: string; backend: { service: { name: string } } }>;
+    expect(paths.map((p) => [p.path, p.pathType, p.backend.service.name])).toEqual([
+      ['/', 'Prefix', 'wfa-workflow-automation-api'],
+      ['/metrics', 'Prefix', 'wfa-workflow-automation-closed'],
+    ]);
+    const closed = find(all, 'Service', 'wfa-workflow-automation-closed');
+    expect(closed.spec.selector).toBeUndefined();
+    // Nothing of the release selects it either (the ServiceMonitor selects by name and instance).
+    expect(closed.metadata.labels?.['app.kubernetes.io/name']).toBeUndefined();
+  });
+
+  test('NetworkPolicies: off by default; on, the API port is open (to apiFrom when set, plus the scrapers) and the workers take only scrapes', () => {
+    expect(render([exampleFile('minimal.yaml')]).filter((o) => o.kind === 'NetworkPolicy')).toEqual([]);
+    const open = render([exampleFile('minimal.yaml')], ['networkPolicy.enabled=true']);
+    for (const object of open) validateKubernetesObject(object);
+    const api = find(open, 'NetworkPolicy', 'wfa-workflow-automation-api');
+    const apiDeployment = find(open, 'Deployment', 'wfa-workflow-automation-api');
+    expect(api.spec.podSelector.matchLabels).toEqual(apiDeployment.spec.selector.matchLabels);
+    expect(api.spec.ingress).toEqual([{ ports: [{ port: 'http', protocol: 'TCP' }] }]);
+    const worker = find(open, 'NetworkPolicy', 'wfa-workflow-automation-worker');
+    expect(worker.spec.podSelector.matchLabels).toEqual(find(open, 'Deployment', 'wfa-workflow-automation-worker').spec.selector.matchLabels);
+    expect(worker.spec.ingress).toEqual([{ ports: [{ port: 'metrics', protocol: 'TCP' }], from: [{ namespaceSelector: {} }] }]);
+
+    const monitoring = { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } };
+    const ingressController = { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } };
+    const values = path.join(tmpdir(), `wfa-netpol-${process.pid}.yaml`);
+    writeFileSync(values, JSON.stringify({ networkPolicy: { enabled: true, apiFrom: [ingressController], metricsFrom: [monitoring] } }));
+    const closed = render([exampleFile('minimal.yaml'), values]);
+    rmSync(values);
+    expect(find(closed, 'NetworkPolicy', 'wfa-workflow-automation-api').spec.ingress[0].from).toEqual([ingressController, monitoring]);
+    expect(find(closed, 'NetworkPolicy', 'wfa-workflow-automation-worker').spec.ingress[0].from).toEqual([monitoring]);
+  });
+
+  test('the PrometheusRule: off by default; on, it holds exactly the rule groups of deploy/prometheus/alerts.yml', () => {
+    expect(render([exampleFile('production.yaml')]).filter((o) => o.kind === 'PrometheusRule')).toEqual([]);
+    const rule = find(render([exampleFile('production.yaml')], ['metrics.prometheusRule.enabled=true', 'metrics.prometheusRule.labels.release=kube-prometheus-stack']), 'PrometheusRule', 'wfa-workflow-automation');
+    validateKubernetesObject(rule);
+    expect(rule.metadata.labels?.release).toBe('kube-prometheus-stack');
+    const plain = parseYaml(readFileSync(path.resolve(__dirname, '../../deploy/prometheus/alerts.yml'), 'utf8')) as { groups: unknown[] };
+    expect(rule.spec).toEqual({ groups: plain.groups });
   });
 });
 

@@ -5,14 +5,14 @@
  * fields, enums and formats; like the API server's schemas they allow fields they do not
  * know, so the chart test asserts the fields that matter by name as well.
  */
-import { ConfigMap, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
+import { ConfigMap, Pod, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { Job } from 'kubernetes-models/batch/v1';
-import { Ingress } from 'kubernetes-models/networking.k8s.io/v1';
+import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ScaledObject } from '@kubernetes-models/keda/keda.sh/v1alpha1';
-import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
+import { PrometheusRule, ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 
 interface Validatable {
   validate(): void;
@@ -21,6 +21,7 @@ interface Validatable {
 /** Every kind the chart may render, by `apiVersion/kind`; anything else is refused. */
 const MODELS: Record<string, new (data: never) => Validatable> = {
   'v1/ConfigMap': ConfigMap,
+  'v1/Pod': Pod,
   'v1/Secret': Secret,
   'v1/Service': Service,
   'v1/ServiceAccount': ServiceAccount,
@@ -28,9 +29,11 @@ const MODELS: Record<string, new (data: never) => Validatable> = {
   'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
   'batch/v1/Job': Job,
   'networking.k8s.io/v1/Ingress': Ingress,
+  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
   'keda.sh/v1alpha1/ScaledObject': ScaledObject,
   'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor,
+  'monitoring.coreos.com/v1/PrometheusRule': PrometheusRule,
 };
 
 export interface KubernetesObject {

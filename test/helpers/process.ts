@@ -201,7 +201,8 @@ export function serviceEnv(t: TestApp, extra: Record<string, string | undefined>
 
 /**
  * Runs `src/main.ts <role>` as a process of its own, configured like the test app `t` plus
- * `extra`: from the run's compiled copy of the service (service-build.ts, plain node), or
+ * `extra`: from the run's compiled copy of the service (service-build.ts, plain node), from
+ * another compiled `main.js` (`{ main }`: the production build's, scripts/build.ts), or
  * with `{ viaTsx: true }` (or outside jest's global setup) the way `npm start` does: node
  * with tsx's loader, no tsx CLI wrapper relaying signals.
  */
@@ -209,10 +210,10 @@ export function spawnService(
   role: 'api' | 'worker' | 'all',
   t: TestApp,
   extra: Record<string, string | undefined> = {},
-  opts: { viaTsx?: boolean } = {},
+  opts: { viaTsx?: boolean; main?: string } = {},
 ): SpawnedProcess {
   const build = process.env.TEST_SERVICE_BUILD_DIR;
-  const entry = build && !opts.viaTsx ? [path.join(build, 'src', 'main.js')] : ['--require', 'tsx/cjs', 'src/main.ts'];
+  const entry = opts.main ? [opts.main] : build && !opts.viaTsx ? [path.join(build, 'src', 'main.js')] : ['--require', 'tsx/cjs', 'src/main.ts'];
   return spawnProcess(process.execPath, [...entry, role], {
     cwd: path.resolve(__dirname, '..', '..'),
     env: serviceEnv(t, extra),

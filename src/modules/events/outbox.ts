@@ -101,3 +101,11 @@ export async function purgeDispatchedEvents(runner: SqlRunner, retentionDays: nu
   const rows = await runner.execute<unknown[]>(`delete from events where dispatched_at < now() - (? * interval '1 day') returning id`, [retentionDays]);
   return rows.length;
 }
+
+/** Events not yet dispatched to webhooks, and the age of the oldest in seconds (0 when none); the partial index events_undispatched_idx answers it. */
+export async function undispatchedBacklog(runner: SqlRunner): Promise<{ count: number; oldestSeconds: number }> {
+  const [row] = await runner.execute<Array<{ count: number; oldest: number }>>(
+    `select count(*)::int as count, coalesce(extract(epoch from now() - min(created_at)), 0)::float8 as oldest from events where dispatched_at is null`,
+  );
+  return { count: row?.count ?? 0, oldestSeconds: row?.oldest ?? 0 };
+}

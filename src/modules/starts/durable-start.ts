@@ -24,6 +24,7 @@ import type { SqlRunner } from '../../db/hot-query';
 import type { Services } from '../../services';
 import { boundedTemporalCall, RECONCILE_TEMPORAL_TIMEOUT_MS } from '../../temporal-calls';
 import type { WorkflowMetadata } from '../../temporal-metadata';
+import { serviceMetricsFor } from '../../telemetry/service-metrics';
 
 /** What a kind's start passes to Temporal besides its type, id, queue and policies. */
 export interface StartOptions extends WorkflowMetadata {
@@ -104,6 +105,7 @@ export async function dispatchStart<S>(
     { [`${kind.table.replace(/s$/, '')}_id`]: id },
   );
   if (!started) return false;
+  serviceMetricsFor(services.metrics.registry).starts.inc({ kind: kind.table });
   if (opts.stamp) await opts.stamp(id);
   else {
     const em = opts.em ?? services.orm.em.fork();

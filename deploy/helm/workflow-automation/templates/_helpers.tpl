@@ -50,6 +50,17 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
 {{/*
+The secrets-sealing key: the one place that names its variable and reads its value, for the
+release's Secret, the migration hook's Secret and the migration Job.
+*/}}
+{{- define "wfa.sealingKeyVar" -}}
+SECRETS_ENCRYPTION_KEY
+{{- end -}}
+{{- define "wfa.sealingKeyValue" -}}
+{{- required "secrets.SECRETS_ENCRYPTION_KEY is required (or set existingSecret): 32 bytes, base64 or hex, e.g. openssl rand -base64 32" .Values.secrets.SECRETS_ENCRYPTION_KEY -}}
+{{- end -}}
+
+{{/*
 The variables of src/config.ts that are settings, not credentials. Refuses what a release
 cannot run without, so that a broken release fails at `helm install`, not in a crash loop.
 */}}
@@ -75,7 +86,7 @@ cannot run without, so that a broken release fails at `helm install`, not in a c
 {{- with $v.temporal.uiUrl }}{{ $_ := set $c "TEMPORAL_UI_URL" . }}{{ end -}}
 {{- with $v.s3.endpoint }}{{ $_ := set $c "S3_ENDPOINT" . }}{{ end -}}
 {{- with $v.trustProxy }}{{ $_ := set $c "TRUST_PROXY" (toString .) }}{{ end -}}
-{{- $reserved := list "MIGRATE_ON_START" "METRICS_PORT" "DATABASE_URL" "REDIS_URL" "SECRETS_ENCRYPTION_KEY" "S3_ACCESS_KEY_ID" "S3_SECRET_ACCESS_KEY" "AI_MODEL_API_KEY" -}}
+{{- $reserved := list "MIGRATE_ON_START" "METRICS_PORT" "TEMPORAL_WORKFLOW_BUNDLE_PATH" "DATABASE_URL" "REDIS_URL" (include "wfa.sealingKeyVar" .) "S3_ACCESS_KEY_ID" "S3_SECRET_ACCESS_KEY" "AI_MODEL_API_KEY" -}}
 {{- range $name, $value := $v.config -}}
 {{- if or (hasKey $c $name) (has $name $reserved) -}}
 {{- fail (printf "config.%s: set by the chart from its own values or secrets (see values.yaml)" $name) -}}
