@@ -165,7 +165,7 @@ export class ChannelDelivery {
     if (!provider.send) throw rejected(ChannelErrorTypes.undeliverable, `channel connection ${c.id} (${c.type}) sends no messages outside a call`);
     const check = await this.checkSendable(c, ctx.customerId);
     const window = { open: check.open, last: check.last };
-    const refusal = provider.canSend(msg, window);
+    const refusal = provider.canSend(msg, window, c);
     if (refusal) throw rejected(ChannelErrorTypes.windowClosed, refusal);
     const em = this.em();
     const svc = new ChannelService(em, this.services.config);

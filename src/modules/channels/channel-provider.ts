@@ -13,7 +13,7 @@ import type { z } from '../../http/zod';
 import type { Config } from '../../config';
 import type { MessageTemplateSpec, PromptChoices } from '../../../temporal/executions.shared';
 import type { ChannelConnection, ChannelSecretName } from './channel.entity';
-import type { MetaHookContent } from './providers/meta/meta-hook-payloads';
+import type { DeliveryStatus } from '../conversations/message-deliveries';
 
 /** What a provider's hook sees of the HTTP request (no Koa: the route hands it over). */
 export interface HookRequest {
@@ -33,8 +33,32 @@ export interface HookHandshakeAnswer {
   body: string;
 }
 
+/** A customer's message in a hook body, with the provider's ids. */
+export interface InboundItem {
+  /** The customer's id on the channel. */
+  externalId: string;
+  providerMessageId: string;
+  text: string;
+  metadata: Record<string, unknown>;
+  name?: string;
+  sentAt: Date;
+}
+
+/** A delivery status of one of our sends, by the provider's message id. */
+export interface StatusItem {
+  providerMessageId: string;
+  status: DeliveryStatus;
+  at: Date;
+  error?: { code: number | null; title: string | null; message: string | null };
+}
+
 /** The inbound messages, statuses and ignorable events of one hook body, with the provider's own ids. */
-export type ParsedHook = MetaHookContent;
+export interface ParsedHook {
+  messages: InboundItem[];
+  statuses: StatusItem[];
+  /** Items skipped: echoes of our own sends, unknown shapes, other fields. */
+  ignored: number;
+}
 
 export interface ChannelHook {
   /** GET: the provider's subscription handshake; throws a 403 AppError when it does not hold. */
@@ -120,7 +144,7 @@ export interface ChannelProvider {
   /** Free-form messages only within 24 hours of the customer's last one (CUSTOMER_SERVICE_WINDOW_HOURS). */
   readonly customerServiceWindow: boolean;
   /** Null when `msg` may go out with the window as it stands; otherwise why not (the step fails `customer_service_window_closed`). */
-  canSend(msg: ChannelSend, window: SendWindow): string | null;
+  canSend(msg: ChannelSend, window: SendWindow, connection: ChannelConnection): string | null;
   /** Sends `msg`; resolves with the provider's message id. Absent: the type sends no messages here (a call speaks in its TwiML answers). */
   send?(call: ProviderSend): Promise<string | undefined>;
   /** What an error thrown by `send` means; undefined: not the provider's answer (thrown as is, retried). */

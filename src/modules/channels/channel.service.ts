@@ -7,15 +7,16 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../../config';
 import { flushOrConflict } from '../../db/flush';
-import { conflict, invalid, notFound } from '../../errors';
+import { conflict, invalid } from '../../errors';
 import { offsetOf, type Page } from '../../http/pagination';
 import { newId, randomBase62 } from '../../ids';
 import { secretBoxOf } from '../../secrets';
 import { ChannelConnection, type ChannelConnectionType, type ChannelSecretName } from './channel.entity';
 import { providerOf } from './providers';
+import { channelNotFound, connectionForHook, openSecretOf } from './channel-lookup';
 import type { ChannelConnectionIn, ChannelConnectionUpdate } from './channel.schemas';
 
-export const channelNotFound = () => notFound('CHANNEL_NOT_FOUND', 'Channel connection');
+export { channelNotFound } from './channel-lookup';
 const nameTaken = () => conflict('CHANNEL_ALREADY_EXISTS', 'A channel connection with this name already exists', 'name');
 
 
@@ -82,9 +83,7 @@ export class ChannelService {
 
   /** A live connection by id alone: the hook receiver's lookup (the path names it; the signature proves the sender). */
   async getForHook(id: string): Promise<ChannelConnection> {
-    const c = await this.em.findOne(ChannelConnection, { id, deletedAt: null });
-    if (!c) throw channelNotFound();
-    return c;
+    return await connectionForHook(this.em, id);
   }
 
   async update(organizationId: string, id: string, input: ChannelConnectionUpdate): Promise<ChannelConnection> {
@@ -118,8 +117,7 @@ export class ChannelService {
   }
 
   openSecret(c: ChannelConnection, name: ChannelSecretName): string | undefined {
-    const sealed = c.secrets[name];
-    return sealed === undefined ? undefined : this.box.open(sealed);
+    return openSecretOf(this.config, c, name);
   }
 
   /** Calls the provider with the stored credentials and sets `status` from the answer (a disabled connection stays disabled). */

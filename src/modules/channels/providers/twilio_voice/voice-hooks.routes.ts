@@ -34,7 +34,7 @@ import type { Services } from '../../../../services';
 import type { CustomerReply } from '../../../../../temporal/executions.shared';
 import type { VoiceItem } from '../../../../../temporal/voice.shared';
 import type { ChannelConnection } from '../../channel.entity';
-import { ChannelService, channelNotFound } from '../../channel.service';
+import { channelNotFound, connectionForHook, openSecretOf } from '../../channel-lookup';
 import type { InboundServices } from '../../../inbound/inbound-state';
 import { markReplyDelivered } from '../../../conversations/conversation.writes';
 import { receiveMessage } from '../../../inbound/message.service';
@@ -86,8 +86,7 @@ export function voiceHooks(services: InboundServices) {
     if (ctx.method !== 'POST') throw new AppError(405, 'METHOD_NOT_ALLOWED', 'The voice hook accepts POST requests only', { headers: { Allow: 'POST' } });
     const id = decodeURIComponent(match[2]!);
     if (!ID_PATTERN.test(id)) throw channelNotFound();
-    const svc = new ChannelService(services.orm.em.fork(), services.config);
-    const connection = await svc.getForHook(id);
+    const connection = await connectionForHook(services.orm.em.fork() as EntityManager, id);
     if (connection.type !== 'twilio_voice') {
       if (!alias) return await next();
       throw channelNotFound();
@@ -102,7 +101,7 @@ export function voiceHooks(services: InboundServices) {
     const hookUrl = alias ? voiceAliasUrl(services.config, connection.id) : voiceHookUrl(services.config, connection.id);
     const signedUrl = hookUrl + (ctx.querystring ? `?${ctx.querystring}` : '');
     const signature = ctx.get(TWILIO_SIGNATURE_HEADER);
-    const authToken = svc.openSecret(connection, 'auth_token') ?? '';
+    const authToken = openSecretOf(services.config, connection, 'auth_token') ?? '';
     if (!signature || !authToken || !validateRequest(authToken, signature, signedUrl, params)) {
       throw new AppError(403, 'INVALID_SIGNATURE', 'X-Twilio-Signature does not match the request signed with the Auth Token');
     }
