@@ -7,23 +7,17 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../../config';
 import { flushOrConflict } from '../../db/flush';
-import { conflict, invalid, notFound } from '../../errors';
+import { conflict, invalid } from '../../errors';
 import { offsetOf, type Page } from '../../http/pagination';
 import { newId, randomBase62 } from '../../ids';
 import { keyringOf, sealedAt } from '../../secrets';
 import { ChannelConnection, type ChannelConnectionType, type ChannelSecretName } from './channel.entity';
 import { providerOf } from './providers';
+import { channelNotFound, connectionForHook, openSecretOf } from './channel-lookup';
 import type { ChannelConnectionIn, ChannelConnectionUpdate } from './channel.schemas';
-import { fetchTwilioAccount } from './providers/twilio_voice/twilio-api';
-import { fetchGraphNode, GraphError } from './providers/meta/meta-graph';
 
-export const channelNotFound = () => notFound('CHANNEL_NOT_FOUND', 'Channel connection');
+export { channelNotFound } from './channel-lookup';
 const nameTaken = () => conflict('CHANNEL_ALREADY_EXISTS', 'A channel connection with this name already exists', 'name');
-
-
-/** Graph's node of a Meta connection: the phone number or the Instagram account. */
-export const graphNodeOf = (c: ChannelConnection): string | undefined =>
-  c.type === 'whatsapp_cloud' ? c.config.phone_number_id : c.type === 'instagram' ? c.config.instagram_account_id : undefined;
 
 
 const newVerifyToken = () => randomBase62(32);
@@ -57,7 +51,7 @@ export class ChannelService {
     const id = newId('channelConnection');
     const { shown, sealed } = this.split(id, input.type, input.config);
     const verifyToken = newVerifyToken();
-    const channel = input.type === 'whatsapp_cloud' ? 'whatsapp' : input.type === 'instagram' ? 'instagram' : input.type === 'twilio_voice' ? 'voice' : input.config.channel;
+    const channel = providerOf(input.type).channel ?? String(input.config.channel);
     const connection = this.em.create(ChannelConnection, {
       id,
       organizationId,
@@ -90,16 +84,13 @@ export class ChannelService {
 
   /** A live connection by id alone: the hook receiver's lookup (the path names it; the signature proves the sender). */
   async getForHook(id: string): Promise<ChannelConnection> {
-    const c = await this.em.findOne(ChannelConnection, { id, deletedAt: null });
-    if (!c) throw channelNotFound();
-    return c;
+    return await connectionForHook(this.em, id);
   }
 
   async update(organizationId: string, id: string, input: ChannelConnectionUpdate): Promise<ChannelConnection> {
     const c = await this.get(organizationId, id);
     if (input.name !== undefined) c.name = input.name;
     if (input.config) {
-      if (input.config.channel !== undefined && c.type !== 'http') throw invalid(`config.channel is not a field of ${c.type} connections`, 'config.channel');
       const { shown, sealed } = this.split(c.id, c.type, input.config);
       c.config = { ...c.config, ...shown };
       if (shown.channel) c.channel = shown.channel;
@@ -127,8 +118,7 @@ export class ChannelService {
   }
 
   openSecret(c: ChannelConnection, name: ChannelSecretName): string | undefined {
-    const sealed = c.secrets[name];
-    return sealed === undefined ? undefined : this.box.open(sealed, sealedAt.channelSecret(c.id, name));
+    return openSecretOf(this.config, c, name);
   }
 
   /** Calls the provider with the stored credentials and sets `status` from the answer (a disabled connection stays disabled). */
@@ -145,36 +135,8 @@ export class ChannelService {
     return { ok: result.ok, status_code: result.status_code, error_message: result.error_message };
   }
 
-  private async probe(c: ChannelConnection): Promise<ChannelTestResult & { unauthorized?: boolean }> {
-    const timeoutMs = this.config.CHANNEL_PROVIDER_TIMEOUT_MS;
-    const node = graphNodeOf(c);
-    if (node !== undefined) {
-      try {
-        await fetchGraphNode({ baseUrl: this.config.META_GRAPH_API_URL, accessToken: this.openSecret(c, 'access_token') ?? '', timeoutMs }, node);
-        return { ok: true, status_code: 200, error_message: null };
-      } catch (err) {
-        if (!(err instanceof GraphError)) throw err;
-        return { ok: false, status_code: err.status, error_message: err.message, unauthorized: err.kind === 'unauthorized' };
-      }
-    }
-    if (c.type === 'twilio_voice') {
-      const res = await fetchTwilioAccount({ baseUrl: this.config.TWILIO_API_URL, accountSid: c.config.account_sid!, authToken: this.openSecret(c, 'auth_token') ?? '', timeoutMs });
-      return { ...res, unauthorized: res.status_code === 401 };
-    }
-    const secret = this.openSecret(c, 'secret');
-    try {
-      const res = await fetch(c.config.url!, {
-        method: 'GET',
-        headers: secret ? { authorization: `Bearer ${secret}` } : {},
-        signal: AbortSignal.timeout(timeoutMs),
-        redirect: 'manual',
-      });
-      await res.arrayBuffer().catch(() => undefined);
-      // A send endpoint may refuse GET (405): it answered, so it is reachable; a refused credential is not.
-      const ok = res.status < 500 && res.status !== 401 && res.status !== 403;
-      return { ok, status_code: res.status, error_message: ok ? null : `the provider answered ${res.status}` };
-    } catch (err) {
-      return { ok: false, status_code: 0, error_message: `the provider did not answer: ${(err as Error).message}` };
-    }
+  /** The provider's own check of the stored credentials (providers/<type>/provider.ts `test`). */
+  private async probe(c: ChannelConnection) {
+    return await providerOf(c.type).test({ connection: c, config: this.config, secret: (name) => this.openSecret(c, name) });
   }
 }

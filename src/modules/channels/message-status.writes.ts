@@ -14,7 +14,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../../ids';
 import { insertEventsSql } from '../events/outbox';
-import type { MetaStatusUpdate } from './providers/meta/meta-hook-payloads';
+import type { StatusItem } from './channel-provider';
 
 type Sql = Pick<EntityManager, 'getConnection'>;
 const run = <T>(em: Sql, sql: string, params: unknown[]) => em.getConnection().execute<T[]>(sql, params);
@@ -61,7 +61,7 @@ export async function recordSent(em: Sql, d: { organizationId: string; connectio
  * `message.status_updated` event; returns false when it changed nothing (a duplicate, an
  * older status, a status after `failed`, or a message we did not send through this connection).
  */
-export async function applyDeliveryStatus(em: Sql, organizationId: string, connectionId: string, s: MetaStatusUpdate): Promise<boolean> {
+export async function applyDeliveryStatus(em: Sql, organizationId: string, connectionId: string, s: StatusItem): Promise<boolean> {
   const rows = await run<{ changed: boolean }>(
     em,
     `with upd as (

@@ -4,7 +4,9 @@
  * the execution recorder's (executions/execution.recorder.ts): both compose the INSERTs
  * built here, so the table's columns and conflict rules live in one place.
  */
+import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SqlRunner } from '../../db/hot-query';
+import { ConversationMessage } from './message.entity';
 
 /** The inbound message's columns as SQL expressions (the caller's placeholders, CTE columns). */
 export interface InboundMessageSql {
@@ -107,4 +109,23 @@ export async function linkBurstMessages(runner: SqlRunner, executionId: string, 
     executionId,
     JSON.stringify(messageIds),
   ]);
+}
+
+/** An inbound message recorded outside the inbound statement (a phone call's `[call]`, in the caller's transaction); flushed by the caller. */
+export function createInboundMessage(
+  em: EntityManager,
+  m: { id: string; organizationId: string; customerId: string; channel: string; text: string; metadata: Record<string, unknown>; executionId: string | null; at: Date },
+): void {
+  em.create(ConversationMessage, {
+    id: m.id,
+    organizationId: m.organizationId,
+    customerId: m.customerId,
+    channel: m.channel,
+    direction: 'inbound',
+    text: m.text,
+    metadata: m.metadata,
+    executionId: m.executionId,
+    deliveredAt: m.at,
+    createdAt: m.at,
+  });
 }

@@ -6,6 +6,10 @@
  *
  * The arguments are SQL expressions (the caller's placeholders, CTE names), not values.
  */
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { newId } from '../../ids';
+import { recordEvent } from '../events/outbox';
+import { Customer } from './customer.entity';
 
 /** The inbound statement's customer: its placeholders, already cast. */
 export interface InboundCustomerSql {
@@ -48,3 +52,20 @@ export const countInboundCustomerCtes = (p: InboundCustomerSql, skip: string) =>
 
 /** The UPDATE counting an outbound message on the customer (knex binding: the customer id), when `when` holds. */
 export const countOutboundMessageSql = (when: string) => `update customers set message_count = message_count + 1 where id = ? and ${when}`;
+
+/**
+ * A customer's contact outside the inbound statement (a phone call's first request, in the
+ * caller's transaction): the customer found or created (with `customer.created`), its message
+ * count and last message time moved. Flushed by the caller.
+ */
+export async function recordCustomerContact(em: EntityManager, p: { organizationId: string; channel: string; externalId: string; at: Date }): Promise<{ id: string }> {
+  const { organizationId, channel, externalId, at } = p;
+  let customer = await em.findOne(Customer, { organizationId, channel, externalId });
+  if (!customer) {
+    customer = em.create(Customer, { id: newId('customer'), organizationId, channel, externalId, firstSeenAt: at, createdAt: at, updatedAt: at });
+    recordEvent(em, { organizationId, type: 'customer.created', data: { customer_id: customer.id, external_id: externalId, channel, name: null }, occurredAt: at });
+  }
+  customer.messageCount += 1;
+  customer.lastMessageAt = at;
+  return customer;
+}

@@ -9,6 +9,7 @@
  * period, the workflow-id policies make that start return the existing run, and it stamps
  * the row itself.
  */
+import type { EntityManager } from '@mikro-orm/postgresql';
 import type { HotPool } from '../../db/hot-query';
 import type { Logger } from '../../logger';
 import { ExecutionIdBatch } from './execution-id-batch';
@@ -22,3 +23,8 @@ export type StartStamps = ExecutionIdBatch;
 
 export const createStartStamps = (pool: HotPool, logger: Logger): StartStamps =>
   new ExecutionIdBatch(pool, logger, STAMP, { windowMs: 200, onFailure: 'could not stamp confirmed starts; the reconciler will' });
+
+/** One confirmed start stamped at once, outside the batch (a phone call's first turn, which the call's next request reads). */
+export async function stampStarted(em: EntityManager, executionId: string): Promise<void> {
+  await em.getConnection().execute('update executions set temporal_started_at = now() where id = ? and temporal_started_at is null', [executionId]);
+}

@@ -7,6 +7,7 @@ import type { ChannelConnectionType } from '../channel.entity';
 import type { ChannelProvider } from '../channel-provider';
 import { http } from './http/provider';
 import { instagram } from './instagram/provider';
+import { messenger } from './messenger/provider';
 import { twilioVoice } from './twilio_voice/provider';
 import { whatsappCloud } from './whatsapp_cloud/provider';
 
@@ -15,6 +16,7 @@ const PROVIDERS: Record<ChannelConnectionType, ChannelProvider> = {
   instagram,
   http,
   twilio_voice: twilioVoice,
+  messenger,
 };
 
 export const providerOf = (type: ChannelConnectionType): ChannelProvider => PROVIDERS[type];

@@ -57,7 +57,7 @@ export interface GraphCall {
 }
 
 /** One Graph request; resolves with the JSON answer of a 2xx, throws a classified GraphError otherwise. */
-async function graphRequest(call: GraphCall, method: 'GET' | 'POST', path: string, body?: unknown): Promise<Record<string, unknown>> {
+export async function graphRequest(call: GraphCall, method: 'GET' | 'POST', path: string, body?: unknown): Promise<Record<string, unknown>> {
   let res: Response;
   try {
     res = await fetch(`${call.baseUrl.replace(/\/+$/, '')}/${path}`, {

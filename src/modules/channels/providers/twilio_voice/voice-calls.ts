@@ -1,13 +1,14 @@
 /**
  * Owns the `voice_calls` rows (Migration20261210000100_voice_calls): a call's first request
- * records the caller as the customer, the call as an inbound message, and, when a voice
- * workflow matches, its execution, in one transaction; later requests read and move the
- * call's cursor (`answered`), its pending reply and its last prompt.
+ * records the caller as the customer (through customers' `recordCustomerContact`), the call
+ * as an inbound message (conversations' `createInboundMessage`) and, when a voice workflow
+ * matches, its execution (executions' `recordExecution`), in one transaction; later requests
+ * read and move the call's cursor (`answered`), its pending reply and its last prompt.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../../../../ids';
-import { ConversationMessage } from '../../../conversations/message.entity';
-import { Customer } from '../../../customers/customer.entity';
+import { createInboundMessage } from '../../../conversations/conversation.writes';
+import { recordCustomerContact } from '../../../customers/customer.writes';
 import { recordEvent } from '../../../events/outbox';
 import { type PendingExecution, recordExecution } from '../../../executions/execution.starter';
 import type { ChannelConnection } from '../../channel.entity';
@@ -69,14 +70,8 @@ export async function recordCallStart(
   workflowId: string | undefined,
 ): Promise<{ customerId: string; pending: PendingExecution | undefined }> {
   const organizationId = c.organizationId;
-  let customer = await em.findOne(Customer, { organizationId, channel: 'voice', externalId: call.from });
   const now = new Date();
-  if (!customer) {
-    customer = em.create(Customer, { id: newId('customer'), organizationId, channel: 'voice', externalId: call.from, firstSeenAt: now, createdAt: now, updatedAt: now });
-    recordEvent(em, { organizationId, type: 'customer.created', data: { customer_id: customer.id, external_id: call.from, channel: 'voice', name: null }, occurredAt: now });
-  }
-  customer.messageCount += 1;
-  customer.lastMessageAt = now;
+  const customer = await recordCustomerContact(em, { organizationId, channel: 'voice', externalId: call.from, at: now });
   // The call's message starts the execution, as a message starts one on the other channels (conversation journeys follow it).
   const messageId = newId('message');
   const pending = workflowId
@@ -92,23 +87,12 @@ export async function recordCallStart(
   // The customer before the message that references it: these entities declare no relations, so the unit of work does not order them.
   await em.flush();
   const metadata = { type: 'call', call_sid: call.callSid, to: call.to, channel_connection_id: c.id };
-  const message = em.create(ConversationMessage, {
-    id: messageId,
-    organizationId,
-    customerId: customer.id,
-    channel: 'voice',
-    direction: 'inbound',
-    text: '[call]',
-    metadata,
-    executionId: pending?.executionId ?? null,
-    deliveredAt: now,
-    createdAt: now,
-  });
+  createInboundMessage(em, { id: messageId, organizationId, customerId: customer.id, channel: 'voice', text: '[call]', metadata, executionId: pending?.executionId ?? null, at: now });
   recordEvent(em, {
     organizationId,
     type: 'message.received',
     occurredAt: now,
-    data: { message_id: message.id, customer_id: customer.id, external_id: call.from, channel: 'voice', text: '[call]', metadata, execution_id: pending?.executionId ?? null },
+    data: { message_id: messageId, customer_id: customer.id, external_id: call.from, channel: 'voice', text: '[call]', metadata, execution_id: pending?.executionId ?? null },
   });
   await em.flush();
   // em.execute: inside the caller's transaction (getConnection().execute would not be).

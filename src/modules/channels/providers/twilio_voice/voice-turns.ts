@@ -12,7 +12,9 @@ import { EXECUTION_WORKFLOW_TYPE, executionWorkflowId } from '../../../../../tem
 import { callEndedSignal, type VoiceTurnInput, type VoiceTurnResult, voiceTurnUpdate } from '../../../../../temporal/voice.shared';
 import { boundedTemporalCall } from '../../../../temporal-calls';
 import type { Services } from '../../../../services';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { EXECUTION_START, type PendingExecution } from '../../../executions/execution.starter';
+import { stampStarted } from '../../../executions/start-stamps';
 import { workflowStartOptions } from '../../../starts/durable-start';
 
 export type TurnOutcome =
@@ -32,7 +34,7 @@ export async function takeTurn(services: Services, executionId: string, turn: Vo
       if (!start) return await client.workflow.getHandle(executionWorkflowId(executionId)).executeUpdate(voiceTurnUpdate, { args: [turn] });
       const startWorkflowOperation = new WithStartWorkflowOperation(EXECUTION_WORKFLOW_TYPE, workflowStartOptions(services, EXECUTION_START, start));
       const r = await client.workflow.executeUpdateWithStart(voiceTurnUpdate, { args: [turn], startWorkflowOperation });
-      await services.orm.em.fork().getConnection().execute('update executions set temporal_started_at = now() where id = ? and temporal_started_at is null', [executionId]);
+      await stampStarted(services.orm.em.fork() as EntityManager, executionId);
       return r;
     });
     return { kind: 'answer', result };
