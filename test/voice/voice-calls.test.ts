@@ -79,7 +79,7 @@ describe('voice calls', () => {
       .send({ type: 'twilio_voice', name: 'Support line', config: { account_sid: accountSid, auth_token: 'sekret-auth-token', phone_number: '+14155550100' } });
     expect(res.status).toBe(201);
     expect(res.body.data).toMatchObject({ type: 'twilio_voice', channel: 'voice', status: 'active', config: { account_sid: accountSid, phone_number: '+14155550100' } });
-    expect(res.body.data.webhook_url).toBe(`${t.baseUrl}/hooks/voice/${res.body.data.id}`);
+    expect(res.body.data.webhook_url).toBe(`${t.baseUrl}/hooks/channels/${res.body.data.id}`);
     expect(JSON.stringify(res.body)).not.toContain('sekret-auth-token');
     const [row] = await t.query<{ secrets: Record<string, string> }>('select secrets from channel_connections where id = ?', [res.body.data.id]);
     expect(row!.secrets.auth_token).toBeDefined();
@@ -203,6 +203,23 @@ describe('voice calls', () => {
     expect(step!.output).toMatchObject({ form_data: { score: '4' }, scores: { rating: [4] } });
     const [reply] = await t.query<{ text: string; metadata: Record<string, unknown> }>("select text, metadata from messages where execution_id = ? and direction = 'inbound' and text = '4'", [execution!.id]);
     expect(reply!.metadata).toMatchObject({ type: 'dtmf', call_sid: call.callSid });
+  });
+
+  it('answers at /hooks/voice/{id} too, the URL of numbers configured before, and points its Gather back there', async () => {
+    const line = await voiceLine(admin, [
+      { id: 'csat', type: 'form', fields: [{ name: 'score', type: 'rating', required: true, label: 'Rate us from 1 to 5 on your keypad.' }], next: 'thanks' },
+      { id: 'thanks', type: 'message', content: 'Thank you!' },
+    ]);
+    const aliasUrl = `${t.baseUrl}/hooks/voice/${line.connection.id}`;
+    const call = new FakeCall(t, aliasUrl, line.authToken, '+14155550134', line.number);
+    const first = await call.dial();
+    expect(first[0]).toMatchObject({ name: 'Gather', attrs: { action: aliasUrl } });
+    expect(spoken(await call.press('5'))).toEqual(['Thank you!']);
+    expect((await finished(call.callSid))!.status).toBe('success');
+    // Signed over the channel route's URL but sent to the alias: not Twilio's request.
+    const misdirected = new FakeCall(t, line.connection.webhook_url, line.authToken, '+14155550135', line.number);
+    const res = await t.request.post(new URL(aliasUrl).pathname).type('form').set('X-Twilio-Signature', 'x').send({ CallSid: misdirected.callSid, From: misdirected.from, To: line.number });
+    expect(res.status).toBe(403);
   });
 
   it('a hang-up mid-form ends the execution with caller_hung_up, shown as the drop-off reason', async () => {

@@ -9,33 +9,27 @@
  * development default (CHANNEL_PROVIDER_URL, or the transcript alone outside production);
  * one with connections but none for this message fails the step (`channel_not_connected`).
  *
- * Answers: a retryable Graph failure (429, 130429, 5xx, network) is thrown as a plain error
- * (the activity retries it within the provider budget); every other failure is a
- * ChannelRejectedError with the step's error type, final. A 401 or code 190 also marks the
- * connection `unauthorized`, so later sends fail at once without calling Meta.
+ * Sends: the connection's provider (providers/<type>/provider.ts) says whether the message may
+ * go with the customer's window as it stands (`canSend`), sends it, and says what a failure
+ * means (`mapError`). A retryable failure (Graph's 429, 130429, 5xx, network) is thrown as a plain
+ * error (the activity retries it within the provider budget); every other failure is a
+ * ChannelRejectedError with the step's error type, final. A refused token (Graph's 401 or code
+ * 190) also marks the connection `unauthorized`, so later sends fail at once without calling it.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ChannelErrorTypes } from '../../../temporal/failure-types';
-import type { MessageTemplateSpec, PromptChoices } from '../../../temporal/executions.shared';
 import type { Services } from '../../services';
 import { ChannelRejectedError, channelAdapterFor } from './fallback-adapter';
 import type { ExecutionContext } from '../executions/execution.recorder';
 import type { ExecutionSink, SendReceipt } from '../executions/execution-sink';
 import { ChannelConnection } from './channel.entity';
 import { ChannelService } from './channel.service';
-import { GraphError, sendInstagram, sendWhatsApp } from './providers/meta/meta-graph';
+import type { ChannelSend, ProviderFailure, SendTarget } from './channel-provider';
+import { providerOf } from './providers';
 import { customerServiceWindowMsOf } from '../../config';
 import { inboundConnectionSql, recipientOf, recordSent } from './message-status.writes';
 
-export interface ChannelSend {
-  dedupeKey: string;
-  /** The execution's node that sends it (null: an agent message). */
-  nodeId: string | null;
-  text: string;
-  template?: MessageTemplateSpec;
-  /** A scored form field's answers: sent as a WhatsApp interactive list inside the window. */
-  choices?: PromptChoices;
-}
+export type { ChannelSend, SendTarget } from './channel-provider';
 
 /**
  * What a send tells the form that waits after it: when the customer service window closes
@@ -44,20 +38,17 @@ export interface ChannelSend {
  */
 export type ChannelSendReceipt = SendReceipt;
 
-/** Who a send is for: an execution's context, or an agent message's (no execution). */
-export type SendTarget = Pick<ExecutionContext, 'organizationId' | 'customerId'> & { executionId: string | null };
-
 /** Where a customer stands on a connection before a send (`checkSendable`). */
 export interface SendCheck {
   /** The customer's id on the channel. */
   to: string;
   last: Date | undefined;
-  /** Inside the 24-hour window (always true for connections without one: `http`). */
+  /** Inside the 24-hour window (always true for providers without one: `http`). */
   open: boolean;
 }
 
-/** The connection types a text can be sent through (a voice connection speaks in a call's TwiML, not here). */
-const MESSAGING_TYPES: ReadonlySet<string> = new Set(['whatsapp_cloud', 'instagram', 'http']);
+/** Whether a text can be sent through `c` (a voice connection speaks in a call's TwiML, not here). */
+const sendsMessages = (c: ChannelConnection) => providerOf(c.type).send !== undefined;
 
 const rejected = (type: string, message: string, status = 0) => new ChannelRejectedError(status, message, type);
 
@@ -133,7 +124,7 @@ export class ChannelDelivery {
     const em = this.em();
     const all = await em.find(ChannelConnection, { organizationId, deletedAt: null });
     if (all.length === 0) return undefined;
-    const ofChannel = all.filter((c) => c.channel === customer.channel && MESSAGING_TYPES.has(c.type));
+    const ofChannel = all.filter((c) => c.channel === customer.channel && sendsMessages(c));
     if (ofChannel.length > 0) {
       const [latest] = await em.getConnection().execute<Array<{ connection_id: string }>>(
         `select connection_id from channel_customer_windows where external_id = ? and connection_id in (${ofChannel.map(() => '?').join(', ')})
@@ -164,77 +155,49 @@ export class ChannelDelivery {
     const [customer] = known ? [known] : customerId ? await recipientOf(this.em(), c.id, customerId) : [];
     if (!customer) throw rejected(ChannelErrorTypes.undeliverable, 'there is no customer to send to');
     const last = customer.last_inbound_at ? new Date(customer.last_inbound_at) : undefined;
-    const open = c.type === 'http' || (last !== undefined && Date.now() - last.getTime() < customerServiceWindowMsOf(this.services.config));
+    const open = !providerOf(c.type).customerServiceWindow || (last !== undefined && Date.now() - last.getTime() < customerServiceWindowMsOf(this.services.config));
     return { to: customer.external_id, last, open };
   }
 
-  /** Sends `msg` to the target's customer through `c`; keeps the provider's message id. */
+  /** Sends `msg` to the target's customer through `c` (its provider's `send`); keeps the provider's message id. */
   async send(c: ChannelConnection, ctx: SendTarget, msg: ChannelSend): Promise<ChannelSendReceipt> {
+    const provider = providerOf(c.type);
+    if (!provider.send) throw rejected(ChannelErrorTypes.undeliverable, `channel connection ${c.id} (${c.type}) sends no messages outside a call`);
     const check = await this.checkSendable(c, ctx.customerId);
+    const window = { open: check.open, last: check.last };
+    const refusal = provider.canSend(msg, window);
+    if (refusal) throw rejected(ChannelErrorTypes.windowClosed, refusal);
     const em = this.em();
     const svc = new ChannelService(em, this.services.config);
-    const providerMessageId = c.type === 'http' ? await this.sendHttp(c, svc, ctx, msg, check.to) : await this.sendMeta(c, svc, msg, check);
-    if (providerMessageId) await recordSent(em, { organizationId: ctx.organizationId, connectionId: c.id, dedupeKey: msg.dedupeKey, providerMessageId });
-    return c.type !== 'http' && check.open ? { windowClosesAt: check.last!.getTime() + customerServiceWindowMsOf(this.services.config) } : {};
-  }
-
-  private async sendMeta(c: ChannelConnection, svc: ChannelService, msg: ChannelSend, { to, last, open }: SendCheck): Promise<string> {
-    const template = c.type === 'whatsapp_cloud' ? msg.template : undefined;
-    if (!open && !template) {
-      throw rejected(
-        ChannelErrorTypes.windowClosed,
-        last ? `the customer's last message was more than 24 hours ago (${last.toISOString()}); give the node a template` : 'the customer never wrote on this connection; give the node a template',
-      );
-    }
-    const call = { baseUrl: this.services.config.META_GRAPH_API_URL, accessToken: svc.openSecret(c, 'access_token') ?? '', timeoutMs: this.services.config.CHANNEL_PROVIDER_TIMEOUT_MS };
+    let providerMessageId: string | undefined;
     try {
-      if (c.type === 'instagram') return await sendInstagram(call, c.config.instagram_account_id!, to, msg.text);
-      if (!open) return await sendWhatsApp(call, c.config.phone_number_id!, to, { template: template! });
-      return await sendWhatsApp(call, c.config.phone_number_id!, to, msg.choices ? { text: msg.text, list: msg.choices } : { text: msg.text });
+      providerMessageId = await provider.send({ connection: c, config: this.services.config, secret: (name) => svc.openSecret(c, name), to: check.to, target: ctx, msg, window });
     } catch (err) {
-      if (!(err instanceof GraphError)) throw err;
-      switch (err.kind) {
-        case 'retryable':
-          throw err;
-        case 'unauthorized':
-          await this.em().getConnection().execute("update channel_connections set status = 'unauthorized', updated_at = now() where id = ? and status = 'active'", [c.id]);
-          throw rejected(ChannelErrorTypes.unauthorized, `Meta refused the access token of ${c.id}: ${err.message}`, err.status);
-        case 'window_closed':
-          throw rejected(ChannelErrorTypes.windowClosed, err.message, err.status);
-        case 'undeliverable':
-          throw rejected(ChannelErrorTypes.undeliverable, err.message, err.status);
-        default:
-          throw new ChannelRejectedError(err.status, err.message);
-      }
+      const failure = provider.mapError(err, c);
+      if (!failure) throw err;
+      throw await this.failed(c, failure, err);
     }
+    if (providerMessageId) await recordSent(em, { organizationId: ctx.organizationId, connectionId: c.id, dedupeKey: msg.dedupeKey, providerMessageId });
+    return provider.customerServiceWindow && check.open ? { windowClosesAt: check.last!.getTime() + customerServiceWindowMsOf(this.services.config) } : {};
   }
 
-  /** The generic adapter, per organization: the body of CHANNEL_PROVIDER_URL's, with the connection's secret as a Bearer token. */
-  private async sendHttp(c: ChannelConnection, svc: ChannelService, ctx: SendTarget, msg: ChannelSend, to: string): Promise<string | undefined> {
-    const secret = svc.openSecret(c, 'secret');
-    const res = await fetch(c.config.url!, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': msg.dedupeKey, ...(secret ? { authorization: `Bearer ${secret}` } : {}) },
-      body: JSON.stringify({
-        idempotency_key: msg.dedupeKey,
-        channel: c.channel,
-        to,
-        customer_id: ctx.customerId,
-        text: msg.text,
-        execution_id: ctx.executionId,
-        node_id: msg.nodeId,
-      }),
-      signal: AbortSignal.timeout(this.services.config.CHANNEL_PROVIDER_TIMEOUT_MS),
-      redirect: 'manual',
-    });
-    const answer = (await res.json().catch(() => undefined)) as { id?: unknown; message_id?: unknown } | undefined;
-    if (res.status >= 200 && res.status < 300) {
-      const id = answer?.message_id ?? answer?.id;
-      return typeof id === 'string' && id.length <= 255 ? id : undefined;
+  /** What a provider's failure does: retried (thrown as is), or the step's final error (a refused token marking the connection). */
+  private async failed(c: ChannelConnection, failure: ProviderFailure, err: unknown): Promise<unknown> {
+    switch (failure.kind) {
+      case 'retryable':
+        return err;
+      case 'unauthorized':
+        if (failure.marksConnection !== false) {
+          await this.em().getConnection().execute("update channel_connections set status = 'unauthorized', updated_at = now() where id = ? and status = 'active'", [c.id]);
+        }
+        return rejected(ChannelErrorTypes.unauthorized, failure.message, failure.status);
+      case 'window_closed':
+        return rejected(ChannelErrorTypes.windowClosed, failure.message, failure.status);
+      case 'undeliverable':
+        return rejected(ChannelErrorTypes.undeliverable, failure.message, failure.status);
+      default:
+        return new ChannelRejectedError(failure.status, failure.message);
     }
-    if (res.status === 401 || res.status === 403) throw rejected(ChannelErrorTypes.unauthorized, `channel provider answered ${res.status}`, res.status);
-    if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) throw new ChannelRejectedError(res.status, `channel provider answered ${res.status}`);
-    throw new Error(`channel provider answered ${res.status}`);
   }
 }
 

@@ -1,13 +1,17 @@
 /**
  * Owns the `ChannelProvider` interface: what one kind of channel connection (`type`) brings,
  * each in its own folder under providers/<type>/ and listed once in providers/index.ts. The
- * channels module asks the registry instead of checking `type` by hand.
- *
- * Phase 1: the fields (which config is shown, which sealed), the `webhook_url` and the inbound
- * hook (handshake, verify, parse) go through the registry; sending, window rules and the connection check still live in
- * channel-delivery.ts and channel.service.ts, keyed by the same provider folders.
+ * channels module asks the registry instead of checking `type` by hand:
+ * - the connection's config schema (which fields are shown, which sealed) and `webhook_url`;
+ * - the inbound hook (handshake, verify, parse);
+ * - the send rules (`customerServiceWindow`, `canSend`), the send itself, what its failures
+ *   mean (`mapError`), and the connection check of `POST /v1/channels/{id}/test` (`test`).
+ * What is common to every provider (routing, the recipient's window, marking a connection
+ * `unauthorized`, recording the provider's message id) stays in channel-delivery.ts.
  */
+import type { z } from '../../http/zod';
 import type { Config } from '../../config';
+import type { MessageTemplateSpec, PromptChoices } from '../../../temporal/executions.shared';
 import type { ChannelConnection, ChannelSecretName } from './channel.entity';
 import type { MetaHookContent } from './providers/meta/meta-hook-payloads';
 
@@ -17,8 +21,10 @@ export interface HookRequest {
   header(name: string): string;
   /** The exact bytes received, for signatures. */
   rawBody: string;
-  /** The parsed JSON body. */
+  /** The parsed body (JSON, or a form's fields). */
   body: unknown;
+  /** The URL the provider called (scheme, host, path and query), for signatures over it (Twilio's). */
+  url?: string;
 }
 
 /** A handshake answered by the provider itself (Meta's `hub.challenge`). */
@@ -43,12 +49,82 @@ export interface ChannelHook {
   parse(connection: ChannelConnection, body: unknown): { items: number; content: ParsedHook | null };
 }
 
+/** One message to a customer: a node's (execution) or a person's (agent message). */
+export interface ChannelSend {
+  dedupeKey: string;
+  /** The execution's node that sends it (null: an agent message). */
+  nodeId: string | null;
+  text: string;
+  template?: MessageTemplateSpec;
+  /** A scored form field's answers: sent as a question with choices where the provider has them. */
+  choices?: PromptChoices;
+}
+
+/** Who a send is for: an execution's customer, or an agent message's (no execution). */
+export interface SendTarget {
+  organizationId: string;
+  customerId: string | null;
+  executionId: string | null;
+}
+
+/** Where the customer's window stands on the connection (always open without a window). */
+export interface SendWindow {
+  open: boolean;
+  /** The customer's last inbound message on the connection, if any. */
+  last: Date | undefined;
+}
+
+/** What every provider call gets: the connection, the service's config, its secrets opened on demand. */
+export interface ProviderCall {
+  connection: ChannelConnection;
+  config: Config;
+  secret(name: ChannelSecretName): string | undefined;
+}
+
+export interface ProviderSend extends ProviderCall {
+  /** The customer's id on the channel (phone number, IGSID, PSID...). */
+  to: string;
+  target: SendTarget;
+  msg: ChannelSend;
+  window: SendWindow;
+}
+
+/** What a failed provider call means for the step (and the connection). */
+export interface ProviderFailure {
+  /**
+   * `retryable`: try again within the provider budget; `unauthorized`: the credentials were
+   * refused; `window_closed`; `undeliverable`; `rejected`: any other final refusal.
+   */
+  kind: 'retryable' | 'unauthorized' | 'window_closed' | 'undeliverable' | 'rejected';
+  /** The provider's HTTP status; 0 when it did not answer. */
+  status: number;
+  message: string;
+  /** An `unauthorized` answer marks the connection `unauthorized` (later sends fail at once) unless false. */
+  marksConnection?: boolean;
+}
+
+export type ProviderTestResult = { ok: boolean; status_code: number; error_message: string | null; unauthorized?: boolean };
+
 export interface ChannelProvider {
   readonly type: ChannelConnection['type'];
+  /** The conversation channel its connections serve; absent: the connection's `config.channel` (http). */
+  readonly channel?: string;
+  /** The config of `POST /v1/channels` for this type (every field; secrets write-only). */
+  readonly config: z.ZodObject<z.core.$ZodShape, z.core.$strict>;
   /** Which config fields a connection shows, and which it keeps sealed. */
   readonly fields: { shown: string[]; secret: ChannelSecretName[] };
   /** The address the provider calls for a connection (its `webhook_url`), if it calls one. */
   webhookUrl?(config: Pick<Config, 'BASE_URL'>, connectionId: string): string;
   /** Its inbound hook at `/hooks/channels/{id}`, if it has one there. */
   readonly hook?: ChannelHook;
+  /** Free-form messages only within 24 hours of the customer's last one (CUSTOMER_SERVICE_WINDOW_HOURS). */
+  readonly customerServiceWindow: boolean;
+  /** Null when `msg` may go out with the window as it stands; otherwise why not (the step fails `customer_service_window_closed`). */
+  canSend(msg: ChannelSend, window: SendWindow): string | null;
+  /** Sends `msg`; resolves with the provider's message id. Absent: the type sends no messages here (a call speaks in its TwiML answers). */
+  send?(call: ProviderSend): Promise<string | undefined>;
+  /** What an error thrown by `send` means; undefined: not the provider's answer (thrown as is, retried). */
+  mapError(err: unknown, connection: ChannelConnection): ProviderFailure | undefined;
+  /** `POST /v1/channels/{id}/test`: calls the provider with the stored credentials. */
+  test(call: ProviderCall): Promise<ProviderTestResult>;
 }

@@ -2,61 +2,50 @@
 import { paginationQuery } from '../../http/pagination';
 import { z } from '../../http/zod';
 import { Channel } from '../workflows/workflow.schemas';
-import { TwilioVoiceConfig, TwilioVoiceConfigUpdate } from './providers/twilio_voice/voice.schemas';
-import { CHANNEL_CONNECTION_STATUSES, CHANNEL_CONNECTION_TYPES } from './channel.entity';
+import { CHANNEL_CONNECTION_STATUSES, CHANNEL_CONNECTION_TYPES, type ChannelConnectionType } from './channel.entity';
+import { providerOf } from './providers';
+import { secretField } from './providers/config-fields';
 
 const Name = z.string().trim().min(1).max(200);
-/** Meta's ids are numeric strings; bounded so that they sit safely in a URL path. */
-const GraphId = (what: string) =>
-  z.string().trim().regex(/^\d{1,64}$/, `${what} must be Meta's numeric id`).openapi({ example: '106540352242922' });
-const Secret = (description: string) => z.string().min(1).max(4096).openapi({ description: `${description} Write-only: never returned.` });
 
-const WhatsAppCloudConfig = z.strictObject({
-  phone_number_id: GraphId('phone_number_id'),
-  access_token: Secret('A system-user access token with whatsapp_business_messaging.'),
-  app_secret: Secret("The Meta app's secret: X-Hub-Signature-256 of every hook is checked with it."),
-});
-const InstagramConfig = z.strictObject({
-  instagram_account_id: GraphId('instagram_account_id'),
-  access_token: Secret('A token with instagram_manage_messages.'),
-  app_secret: Secret("The Meta app's secret: X-Hub-Signature-256 of every hook is checked with it."),
-});
-const HttpConfig = z.strictObject({
-  url: z.url({ protocol: /^https?$/ }).max(2048).openapi({ description: 'Where outbound messages are POSTed (the generic adapter)' }),
-  channel: Channel,
-  secret: Secret('Sent as a Bearer token with each POST.').optional(),
-});
+/** One branch per connection type, its config from the type's provider (providers/<type>/provider.ts). */
+const [firstType, ...otherTypes] = CHANNEL_CONNECTION_TYPES.map((type) => z.strictObject({ type: z.literal(type), name: Name, config: providerOf(type).config }));
+export const ChannelConnectionIn = z.discriminatedUnion('type', [firstType!, ...otherTypes]).openapi('ChannelConnectionCreate');
+export interface ChannelConnectionIn {
+  type: ChannelConnectionType;
+  name: string;
+  config: Record<string, unknown>;
+}
 
-export const ChannelConnectionIn = z
-  .discriminatedUnion('type', [
-    z.strictObject({ type: z.literal('whatsapp_cloud'), name: Name, config: WhatsAppCloudConfig }),
-    z.strictObject({ type: z.literal('instagram'), name: Name, config: InstagramConfig }),
-    z.strictObject({ type: z.literal('http'), name: Name, config: HttpConfig }),
-    z.strictObject({ type: z.literal('twilio_voice'), name: Name, config: TwilioVoiceConfig }),
-  ])
-  .openapi('ChannelConnectionCreate');
-export type ChannelConnectionIn = z.output<typeof ChannelConnectionIn>;
+/**
+ * Every provider's config fields, each optional. A field several providers share (a Meta
+ * token) keeps a description of its own kind; which fields a connection takes is checked
+ * against its type's provider (channel.service.ts).
+ */
+function configUpdateShape(): Record<string, z.ZodType> {
+  const owners = new Map<string, z.ZodType[]>();
+  for (const type of CHANNEL_CONNECTION_TYPES) {
+    for (const [name, field] of Object.entries(providerOf(type).config.shape)) owners.set(name, [...(owners.get(name) ?? []), field as z.ZodType]);
+  }
+  const secrets = new Set(CHANNEL_CONNECTION_TYPES.flatMap((type) => providerOf(type).fields.secret as string[]));
+  return Object.fromEntries(
+    [...owners].map(([name, fields]) => [name, (fields.length > 1 && secrets.has(name) ? secretField('') : fields[0]!).optional()]),
+  );
+}
 
 /** Any of the type's config fields; a secret is replaced only when sent. Fields of another type are refused. */
 export const ChannelConnectionUpdate = z
   .strictObject({
     name: Name.optional(),
     status: z.enum(['active', 'disabled']).optional().openapi({ description: '`active` again after `disabled` or `unauthorized`' }),
-    config: z
-      .strictObject({
-        phone_number_id: GraphId('phone_number_id').optional(),
-        instagram_account_id: GraphId('instagram_account_id').optional(),
-        url: HttpConfig.shape.url.optional(),
-        channel: Channel.optional(),
-        access_token: Secret('').optional(),
-        app_secret: Secret('').optional(),
-        secret: Secret('').optional(),
-        ...TwilioVoiceConfigUpdate.shape,
-      })
-      .optional(),
+    config: z.strictObject(configUpdateShape()).optional(),
   })
   .openapi('ChannelConnectionUpdate');
-export type ChannelConnectionUpdate = z.output<typeof ChannelConnectionUpdate>;
+export interface ChannelConnectionUpdate {
+  name?: string | undefined;
+  status?: 'active' | 'disabled' | undefined;
+  config?: Record<string, unknown> | undefined;
+}
 
 export const ChannelConnectionOut = z
   .object({

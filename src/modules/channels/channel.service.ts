@@ -14,16 +14,9 @@ import { secretBoxOf } from '../../secrets';
 import { ChannelConnection, type ChannelConnectionType, type ChannelSecretName } from './channel.entity';
 import { providerOf } from './providers';
 import type { ChannelConnectionIn, ChannelConnectionUpdate } from './channel.schemas';
-import { fetchTwilioAccount } from './providers/twilio_voice/twilio-api';
-import { fetchGraphNode, GraphError } from './providers/meta/meta-graph';
 
 export const channelNotFound = () => notFound('CHANNEL_NOT_FOUND', 'Channel connection');
 const nameTaken = () => conflict('CHANNEL_ALREADY_EXISTS', 'A channel connection with this name already exists', 'name');
-
-
-/** Graph's node of a Meta connection: the phone number or the Instagram account. */
-export const graphNodeOf = (c: ChannelConnection): string | undefined =>
-  c.type === 'whatsapp_cloud' ? c.config.phone_number_id : c.type === 'instagram' ? c.config.instagram_account_id : undefined;
 
 
 const newVerifyToken = () => randomBase62(32);
@@ -56,7 +49,7 @@ export class ChannelService {
   async create(organizationId: string, input: ChannelConnectionIn): Promise<{ connection: ChannelConnection; verifyToken: string }> {
     const { shown, sealed } = this.split(input.type, input.config);
     const verifyToken = newVerifyToken();
-    const channel = input.type === 'whatsapp_cloud' ? 'whatsapp' : input.type === 'instagram' ? 'instagram' : input.type === 'twilio_voice' ? 'voice' : input.config.channel;
+    const channel = providerOf(input.type).channel ?? String(input.config.channel);
     const connection = this.em.create(ChannelConnection, {
       id: newId('channelConnection'),
       organizationId,
@@ -98,7 +91,6 @@ export class ChannelService {
     const c = await this.get(organizationId, id);
     if (input.name !== undefined) c.name = input.name;
     if (input.config) {
-      if (input.config.channel !== undefined && c.type !== 'http') throw invalid(`config.channel is not a field of ${c.type} connections`, 'config.channel');
       const { shown, sealed } = this.split(c.type, input.config);
       c.config = { ...c.config, ...shown };
       if (shown.channel) c.channel = shown.channel;
@@ -144,36 +136,8 @@ export class ChannelService {
     return { ok: result.ok, status_code: result.status_code, error_message: result.error_message };
   }
 
-  private async probe(c: ChannelConnection): Promise<ChannelTestResult & { unauthorized?: boolean }> {
-    const timeoutMs = this.config.CHANNEL_PROVIDER_TIMEOUT_MS;
-    const node = graphNodeOf(c);
-    if (node !== undefined) {
-      try {
-        await fetchGraphNode({ baseUrl: this.config.META_GRAPH_API_URL, accessToken: this.openSecret(c, 'access_token') ?? '', timeoutMs }, node);
-        return { ok: true, status_code: 200, error_message: null };
-      } catch (err) {
-        if (!(err instanceof GraphError)) throw err;
-        return { ok: false, status_code: err.status, error_message: err.message, unauthorized: err.kind === 'unauthorized' };
-      }
-    }
-    if (c.type === 'twilio_voice') {
-      const res = await fetchTwilioAccount({ baseUrl: this.config.TWILIO_API_URL, accountSid: c.config.account_sid!, authToken: this.openSecret(c, 'auth_token') ?? '', timeoutMs });
-      return { ...res, unauthorized: res.status_code === 401 };
-    }
-    const secret = this.openSecret(c, 'secret');
-    try {
-      const res = await fetch(c.config.url!, {
-        method: 'GET',
-        headers: secret ? { authorization: `Bearer ${secret}` } : {},
-        signal: AbortSignal.timeout(timeoutMs),
-        redirect: 'manual',
-      });
-      await res.arrayBuffer().catch(() => undefined);
-      // A send endpoint may refuse GET (405): it answered, so it is reachable; a refused credential is not.
-      const ok = res.status < 500 && res.status !== 401 && res.status !== 403;
-      return { ok, status_code: res.status, error_message: ok ? null : `the provider answered ${res.status}` };
-    } catch (err) {
-      return { ok: false, status_code: 0, error_message: `the provider did not answer: ${(err as Error).message}` };
-    }
+  /** The provider's own check of the stored credentials (providers/<type>/provider.ts `test`). */
+  private async probe(c: ChannelConnection) {
+    return await providerOf(c.type).test({ connection: c, config: this.config, secret: (name) => this.openSecret(c, name) });
   }
 }

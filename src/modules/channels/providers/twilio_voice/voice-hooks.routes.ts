@@ -1,7 +1,11 @@
 /**
- * Owns `{BASE_URL}/hooks/voice/{channel_id}`: the webhook of a `twilio_voice` connection's
- * number ("A call comes in" and the call status callback), outside /v1 and its API-key
- * pipeline. Twilio proves itself instead, and what to say next is the answer, as TwiML.
+ * Owns the hook of a `twilio_voice` connection's number ("A call comes in" and the call status
+ * callback) at the one channel hook route, `{BASE_URL}/hooks/channels/{channel_id}` (its
+ * `webhook_url`), and at `{BASE_URL}/hooks/voice/{channel_id}`, kept as an alias for numbers
+ * configured before. Outside /v1 and its API-key pipeline: Twilio proves itself instead, and
+ * what to say next is the answer, as TwiML (the synchronous answer is this provider's send).
+ * A form-encoded POST to /hooks/channels/{id} of another type of connection is passed on to
+ * the JSON hook (channel-hooks.routes.ts).
  *
  * - Bodies are form-encoded (Twilio's), so this middleware runs before the JSON-only body
  *   layer. Every POST must carry a valid `X-Twilio-Signature` (the twilio package's
@@ -11,8 +15,9 @@
  *   `call`-triggered voice workflow matches, its execution; the run starts with the call's
  *   first turn (update-with-start). With no workflow: a polite `<Say>` and `<Hangup/>`.
  * - A `<Gather>` result (`SpeechResult` / `Digits`) is the caller's reply: recorded as an
- *   inbound `voice` message through the path of POST /v1/messages (it claims the form's
- *   wait), then the turn's update carries it and answers the next TwiML.
+ *   inbound `voice` message through the intake and path of POST /v1/messages (the
+ *   organization's fair share, then `receiveMessage`: it claims the form's wait), then the
+ *   turn's update carries it and answers the next TwiML.
  * - A request without input (a redirect, or a silent caller) takes the turn from the same
  *   cursor: it collects what the run produced since, or asks the last question again.
  * - A status callback whose `CallStatus` says the call is over signals the run (a waiting
@@ -34,12 +39,12 @@ import type { InboundServices } from '../../../inbound/inbound-state';
 import { markReplyDelivered } from '../../../conversations/conversation.writes';
 import { receiveMessage } from '../../../inbound/message.service';
 import { callWorkflowOf, findCall, keepPendingReply, outboundSince, recordAnswer, recordCallEnd, recordCallStart, untilWaitOpen, type VoiceCallRow } from './voice-calls';
-import { voiceHookUrl } from './voice-hook-url';
+import { voiceAliasUrl, voiceHookUrl } from './voice-hook-url';
 import { emptyTwiml, goodbyeTwiml, pauseTwiml, turnTwiml } from './voice-twiml';
 import { signalCallEnded, takeTurn, type TurnOutcome } from './voice-turns';
 
 export const TWILIO_SIGNATURE_HEADER = 'x-twilio-signature';
-const PATH = /^\/hooks\/voice\/([^/]*)$/;
+const PATH = /^\/hooks\/(voice|channels)\/([^/]*)$/;
 const ID_PATTERN = /^chn_[A-Za-z0-9]{1,60}$/;
 /** Call statuses of the status callback that mean the caller is gone. */
 const ENDED_STATUSES = new Set(['completed', 'busy', 'no-answer', 'failed', 'canceled']);
@@ -66,24 +71,35 @@ const CallRequest = z.object({
 });
 type CallRequest = z.output<typeof CallRequest>;
 
-/** The middleware: answers /hooks/voice/{id}, passes everything else on. */
+/**
+ * The middleware: answers Twilio's form-encoded POSTs to /hooks/channels/{id} of a
+ * `twilio_voice` connection and everything at /hooks/voice/{id}; passes everything else on.
+ */
 export function voiceHooks(services: InboundServices) {
   return async (ctx: Context, next: Next): Promise<void> => {
     const match = PATH.exec(ctx.path);
     if (!match) return await next();
+    const alias = match[1] === 'voice';
+    const isForm = ctx.method === 'POST' && Boolean(ctx.is('application/x-www-form-urlencoded'));
+    // Meta's handshake and JSON bodies at the channel route are the JSON hook's.
+    if (!alias && !isForm) return await next();
     if (ctx.method !== 'POST') throw new AppError(405, 'METHOD_NOT_ALLOWED', 'The voice hook accepts POST requests only', { headers: { Allow: 'POST' } });
-    const id = decodeURIComponent(match[1]!);
+    const id = decodeURIComponent(match[2]!);
     if (!ID_PATTERN.test(id)) throw channelNotFound();
     const svc = new ChannelService(services.orm.em.fork(), services.config);
     const connection = await svc.getForHook(id);
-    if (connection.type !== 'twilio_voice') throw channelNotFound();
-    if (!ctx.is('application/x-www-form-urlencoded')) throw new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Twilio posts application/x-www-form-urlencoded bodies');
+    if (connection.type !== 'twilio_voice') {
+      if (!alias) return await next();
+      throw channelNotFound();
+    }
+    if (!isForm) throw new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Twilio posts application/x-www-form-urlencoded bodies');
     await form(ctx, async () => undefined);
     // The exact parameters received, flat (a repeated name keeps its last value, as Twilio never repeats one).
     const rawBody = (ctx.request as { rawBody?: unknown }).rawBody;
     const params = Object.fromEntries(new URLSearchParams(typeof rawBody === 'string' ? rawBody : ''));
     if (Object.values(params).some((v) => v.includes('\u0000'))) throw new AppError(400, 'INVALID_REQUEST', 'NUL characters are not accepted');
-    const hookUrl = voiceHookUrl(services.config, connection.id);
+    // Twilio signs the URL it called; <Gather action> and <Redirect> point back to the same one.
+    const hookUrl = alias ? voiceAliasUrl(services.config, connection.id) : voiceHookUrl(services.config, connection.id);
     const signedUrl = hookUrl + (ctx.querystring ? `?${ctx.querystring}` : '');
     const signature = ctx.get(TWILIO_SIGNATURE_HEADER);
     const authToken = svc.openSecret(connection, 'auth_token') ?? '';
@@ -159,14 +175,16 @@ async function firstRequest(services: InboundServices, em: EntityManager, c: Cha
 async function recordReply(services: InboundServices, em: EntityManager, c: ChannelConnection, call: VoiceCallRow, req: CallRequest): Promise<CustomerReply> {
   const speech = req.SpeechResult !== undefined && req.SpeechResult.trim() !== '';
   const text = (speech ? req.SpeechResult! : (req.Digits ?? '')).trim();
-  const received = await receiveMessage(services, c.organizationId, {
+  // The intake of POST /v1/messages: a reply waits its turn behind the organization's own flood
+  // of messages (the caller hears the answer once it is recorded and the turn is taken).
+  const received = await services.intake.run(c.organizationId, () => receiveMessage(services, c.organizationId, {
     channel: 'voice',
     customer_id: req.From,
     message: text,
     metadata: { type: speech ? 'speech' : 'dtmf', call_sid: call.call_sid, channel_connection_id: c.id, ...(speech && req.Confidence ? { confidence: req.Confidence } : {}) },
     // One reply per answered turn: Twilio retrying the same Gather result records it once.
     provider_message_id: `${call.call_sid}:${call.answered}`,
-  }, undefined, { replyDelivery: 'caller' });
+  }, undefined, { replyDelivery: 'caller' }));
   const reply = { messageId: received.result.message_id, text };
   await keepPendingReply(em, call.call_sid, reply);
   return reply;
@@ -199,6 +217,7 @@ export function registerVoiceHookDocs(registry: OpenAPIRegistry): void {
     operationId: 'receiveVoiceHook',
     summary: "Twilio's voice webhook of a twilio_voice connection: answers each call request with TwiML",
     description:
+      'Served at the connection’s `webhook_url`, `/hooks/channels/{channel_id}` (a form-encoded POST there is this request), and at this path, kept for numbers configured before. ' +
       'Set as the number’s "A call comes in" webhook (HTTP POST) and as its call status callback. Signed by Twilio: ' +
       '`X-Twilio-Signature` is the base64 HMAC-SHA1 of the full hook URL followed by the POST parameters sorted by name, keyed with the Auth Token. ' +
       'A new `CallSid` starts the organization’s active voice workflow triggered by `{"type": "call"}`; a `SpeechResult` or `Digits` is the caller’s reply to the last `<Gather>`; ' +

@@ -18,8 +18,3 @@ const AuthToken = z
   .openapi({ description: "The account's Auth Token: X-Twilio-Signature of every call request is checked with it. Write-only: never returned." });
 
 export const TwilioVoiceConfig = z.strictObject({ account_sid: AccountSid, auth_token: AuthToken, phone_number: PhoneNumber });
-export const TwilioVoiceConfigUpdate = z.strictObject({
-  account_sid: AccountSid.optional(),
-  auth_token: AuthToken.optional(),
-  phone_number: PhoneNumber.optional(),
-});
