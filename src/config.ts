@@ -191,6 +191,8 @@ export const envSchema = z.object({
     .refine((v) => v === undefined || v === '' || parseSecretsKey(v) !== undefined, 'must be 32 bytes, base64 (44 characters) or hex (64 characters)'),
   /** The Meta Graph API base (with its version): WhatsApp Cloud API and Instagram Messaging connections. */
   META_GRAPH_API_URL: z.url().default(`https://graph.facebook.com/${META_GRAPH_API_VERSION}`),
+  /** The Graph API base of Instagram connections with `login: instagram` (Business Login for Instagram tokens). */
+  INSTAGRAM_GRAPH_API_URL: z.url().default(`https://graph.instagram.com/${META_GRAPH_API_VERSION}`),
   /** Twilio's REST API base: the `/test` of twilio_voice connections reads the account there. */
   TWILIO_API_URL: z.url().default('https://api.twilio.com'),
   /**

@@ -29,6 +29,8 @@ const BSUID = 'US.13491208655302741918';
 describe('issue #46 gaps', () => {
   let t: TestApp;
   let meta: FakeMeta;
+  /** graph.instagram.com: the Graph host of Instagram Login tokens. */
+  let igGraph: FakeMeta;
   let worker: TestWorker;
   let admin: string;
   let waA: string;
@@ -74,7 +76,8 @@ describe('issue #46 gaps', () => {
 
   beforeAll(async () => {
     meta = await startFakeMeta();
-    t = await createTestApp({ META_GRAPH_API_URL: meta.url });
+    igGraph = await startFakeMeta();
+    t = await createTestApp({ META_GRAPH_API_URL: meta.url, INSTAGRAM_GRAPH_API_URL: igGraph.url });
     worker = await startTestWorker({ taskQueue: t.config.TEMPORAL_TASK_QUEUE, activities: createActivities({ services: t.services }) });
     admin = (await t.createKey('admin')).key;
     const connect = async (type: string, config: Record<string, string>) => {
@@ -104,6 +107,7 @@ describe('issue #46 gaps', () => {
     await worker.stop();
     await t.close();
     await meta.close();
+    await igGraph.close();
   });
 
   // Gap 1. WhatsApp Cloud API webhooks: one app webhook receives every number of the WABA; `metadata.phone_number_id` says which.
@@ -221,10 +225,34 @@ describe('issue #46 gaps', () => {
     body.entry[0].id = '17841400000000002';
     body.entry[0].messaging[0].recipient.id = '17841400000000002';
     body.entry[0].messaging[0].sender.id = '6745610000000777';
+    body.entry[0].messaging[0].timestamp = Date.now();
     body.entry[0].messaging[0].message.text = 'track my order';
     await hook(res.body.data.id, body);
     const sent = await waitFor(async () => sendsTo('6745610000000777')[0], 'the reply');
     expect([sent.node, sent.authorization]).toEqual([PAGE_ID, 'Bearer EAA-page-token']);
+  });
+
+  it('gap 7: an Instagram reply (Instagram Login connection) is sent to graph.instagram.com/{ig_id}/messages, and /test reads that host', async () => {
+    const igId = '17841400000000003';
+    const res = await t.request
+      .post('/v1/channels')
+      .set(bearer(admin))
+      .send({ type: 'instagram', name: 'IG login', config: { instagram_account_id: igId, login: 'instagram', access_token: 'IGAA-user-token', app_secret: SECRET } });
+    expect(res.status).toBe(201);
+    expect(res.body.data.config).toMatchObject({ instagram_account_id: igId, login: 'instagram' });
+    const body = metaDocumentedPayload('instagram-quick-reply.json');
+    body.entry[0].id = igId;
+    body.entry[0].messaging[0].recipient.id = igId;
+    body.entry[0].messaging[0].sender.id = '6745610000000999';
+    body.entry[0].messaging[0].timestamp = Date.now();
+    body.entry[0].messaging[0].message.text = 'track my order';
+    await hook(res.body.data.id, body);
+    const sent = await waitFor(async () => igGraph.sends.find((s) => s.status === 200 && s.body?.recipient?.id === '6745610000000999'), 'the reply');
+    expect([sent.node, sent.authorization]).toEqual([igId, 'Bearer IGAA-user-token']);
+    expect(sendsTo('6745610000000999')).toEqual([]);
+    const tested = await t.request.post(`/v1/channels/${res.body.data.id}/test`).set(bearer(admin));
+    expect(tested.body.data).toMatchObject({ ok: true });
+    expect(igGraph.reads.some((r) => r.method === 'GET' && r.path.endsWith(`/${igId}`))).toBe(true);
   });
 
   // Gap 8. Graph API versions: https://developers.facebook.com/docs/graph-api/changelog/versions ; the vendored spec is v23.0.
