@@ -213,6 +213,28 @@ describe('issue #46 gaps', () => {
     expect(sent.body).toMatchObject({ to: waId, type: 'template', template: { name: 'order_ready' } });
   });
 
+  it('gap 6: an unseen E.164 number gets the customer (digits), but text without a template fails customer_service_window_closed without calling Meta; an unknown Instagram id fails channel_undeliverable', async () => {
+    const fire = async (channel: string, connection: string, customerId: string) => {
+      const workflow = await createActiveWorkflow(t, admin, {
+        name: `Outreach text ${channel}`,
+        channel,
+        channel_connection_id: connection,
+        configuration: { nodes: [{ id: 'hi', type: 'message', content: 'Your order is ready' }] },
+      });
+      const trigger = await t.request.post('/v1/triggers').set(bearer(admin)).send({ name: `outreach ${channel}`, type: 'api', workflow_id: workflow, configuration: { rate_limit: 10 } });
+      const fired = await t.request.post(`/v1/triggers/${trigger.body.data.id}/fire`).set(bearer(admin)).send({ customer_id: customerId, message: 'go' });
+      expect(fired.status).toBe(201);
+      const executionId = fired.body.data.output.workflow_execution_id as string;
+      await waitFor(async () => ((await t.query<{ status: string }>('select status from executions where id = ?', [executionId]))[0]?.status === 'failed' ? true : undefined), 'the execution to fail');
+      return (await t.query<{ error_type: string }>("select error_type from execution_steps where execution_id = ? and status = 'failed'", [executionId]))[0]?.error_type;
+    };
+    const sendsBefore = meta.sends.length;
+    expect(await fire('whatsapp', waA, '+15550600002')).toBe('customer_service_window_closed');
+    expect(await t.query('select external_id from customers where external_id = ?', ['15550600002'])).toHaveLength(1);
+    expect(await fire('instagram', ig, '6745610000009999')).toBe('channel_undeliverable');
+    expect(meta.sends.length).toBe(sendsBefore);
+  });
+
   // Gap 7. Instagram Messaging through Facebook Login sends with the Page: POST /{page_id}/messages and a Page access token.
   // https://developers.facebook.com/docs/messenger-platform/instagram/features/send-message/ ; with Instagram Login,
   // graph.instagram.com/{ig_id}/messages: https://developers.facebook.com/docs/instagram-platform/instagram-api-with-instagram-login/messaging-api/
