@@ -277,7 +277,9 @@ describe('issue #46 gaps', () => {
     expect(sendsTo('6745610000000999')).toEqual([]);
     const tested = await t.request.post(`/v1/channels/${res.body.data.id}/test`).set(bearer(admin));
     expect(tested.body.data).toMatchObject({ ok: true });
-    expect(igGraph.reads.some((r) => r.method === 'GET' && r.path.endsWith(`/${igId}`))).toBe(true);
+    const read = igGraph.reads.find((r) => r.method === 'GET' && r.path.endsWith(`/${igId}`));
+    // Every call to a provider says who makes it.
+    expect(read?.headers['user-agent']).toMatch(/^workflow-automation\/\d+\.\d+\.\d+$/);
   });
 
   // Gap 8. Graph API versions: https://developers.facebook.com/docs/graph-api/changelog/versions ; the vendored spec is v23.0.
