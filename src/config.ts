@@ -18,6 +18,14 @@ const positiveInt = z.coerce.number().int().positive();
 export const FORM_TIMEOUT_MIN_SECONDS = 10;
 
 /** Meta's customer service window: 24 hours after the customer's last message. */
+/**
+ * The Graph API version the service calls, written here once: the default of
+ * META_GRAPH_API_URL and INSTAGRAM_GRAPH_API_URL. Meta keeps a version about two years; moving
+ * to the next is a change of this line (or, without a release, of those two settings), see
+ * docs/channels.md "Graph API version".
+ */
+export const META_GRAPH_API_VERSION = 'v23.0';
+
 export const CUSTOMER_SERVICE_WINDOW_SECONDS = 24 * 3600;
 
 /**
@@ -194,7 +202,9 @@ export const envSchema = z.object({
       if (typeof keys === 'string') ctx.addIssue({ code: 'custom', message: keys });
     }),
   /** The Meta Graph API base (with its version): WhatsApp Cloud API and Instagram Messaging connections. */
-  META_GRAPH_API_URL: z.url().default('https://graph.facebook.com/v21.0'),
+  META_GRAPH_API_URL: z.url().default(`https://graph.facebook.com/${META_GRAPH_API_VERSION}`),
+  /** The Graph API base of Instagram connections with `login: instagram` (Business Login for Instagram tokens). */
+  INSTAGRAM_GRAPH_API_URL: z.url().default(`https://graph.instagram.com/${META_GRAPH_API_VERSION}`),
   /** Twilio's REST API base: the `/test` of twilio_voice connections reads the account there. */
   TWILIO_API_URL: z.url().default('https://api.twilio.com'),
   /**

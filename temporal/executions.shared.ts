@@ -200,7 +200,12 @@ export function formScores(fields: FormFieldSpec[], answers: Record<string, stri
  * location...): `[image]`. A form waiting for text re-asks when it gets one.
  */
 export const nonTextMessageText = (type: string): string => `[${type}]`;
-const NON_TEXT_MESSAGE = /^\[(image|audio|video|document|sticker|location|contacts|reaction|unsupported|attachment|share|story_mention)\]$/;
+const NON_TEXT_MESSAGE = /^\[(image|audio|video|document|sticker|location|contacts|reaction|order|unsupported|attachment|share|story_mention)\]$/;
+/**
+ * True for a placeholder of a message without text: no keyword matches it (the customer wrote
+ * nothing), and a waiting form re-asks.
+ */
+export const isNonTextMessageText = (text: string): boolean => NON_TEXT_MESSAGE.test(text.trim());
 
 /**
  * Checks one reply against a form field: returns the stored value, or the problem to tell

@@ -4,7 +4,7 @@
  * `pricing` and `errors`; a read status for a user known only by business-scoped user ID;
  * Instagram echoes, quick replies and read receipts; Messenger's `object: "page"` sent to an
  * Instagram connection. The ones that need the gap fixes of issue #46 are in
- * meta-spec-gaps.pending.ts.
+ * meta-spec-gaps.cases.ts.
  */
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';

@@ -9,9 +9,9 @@
  * Text, Reaction, Image and Contact examples, and a wamid already received on a channel is a
  * redelivery, recorded once.
  *
- * What today's code gets wrong with these examples (the system notice recorded as a customer
+ * What the code before issue #46 got wrong with these examples (the system notice recorded as a customer
  * message, placeholders matching keywords, the ad referral and the reaction's target dropped)
- * is asserted in meta-spec-gaps.pending.ts, run once the gap fixes of issue #46 land.
+ * is asserted in meta-spec-gaps.cases.ts (issue #46), and fixed.
  */
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { type FakeMeta, hubSignature, startFakeMeta } from '../helpers/fake-meta';

@@ -20,25 +20,7 @@ export interface AllowedViolation {
   matches: (v: RequestViolation, req: SpecRequest) => boolean;
 }
 
-const jsonBody = (req: SpecRequest): any => {
-  try {
-    return JSON.parse(req.raw);
-  } catch {
-    return undefined;
-  }
-};
-
 export const META_ALLOWED: AllowedViolation[] = [
-  {
-    id: 'gap-7-instagram-send-not-in-spec',
-    kind: 'gap',
-    reason:
-      'Instagram replies are POSTed as `{recipient: {id}, message: {text}}` to graph.facebook.com/{ig_account_id}/messages, ' +
-      "which Meta's Business Messaging (WhatsApp) spec reads as a WhatsApp send. Issue #46 gap 7 moves them to " +
-      '/{page_id}/messages with a Page token (Facebook Login) or graph.instagram.com/{ig_id}/messages (Instagram Login), ' +
-      "operations of the Messenger/Instagram Send API that this spec does not describe: the gap fix replaces this entry with a check of that endpoint's host and node.",
-    matches: (v, req) => v.operation === 'POST /{Version}/{Phone-Number-ID}/messages' && jsonBody(req)?.recipient !== undefined && jsonBody(req)?.messaging_product === undefined,
-  },
   {
     id: 'spec-defect-template-language-policy',
     kind: 'spec-defect',

@@ -38,6 +38,35 @@ const SPECS = {
   },
 } as const;
 
+const SEND_API_PATH = /^\/v\d+\.\d+\/(me|\d{1,64})\/messages$/;
+const jsonOf = (raw: string): any => {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+};
+/**
+ * An Instagram (or Messenger) send: Meta's Send API `{recipient: {id}, message: {text}}`,
+ * which the WhatsApp spec above does not describe. Sent to `/{page_id}/messages` or
+ * `/me/messages` (Facebook Login, Page token) or `/{ig_id}/messages` on graph.instagram.com
+ * (Instagram Login): https://developers.facebook.com/docs/messenger-platform/instagram/features/send-message/
+ * and https://developers.facebook.com/docs/instagram-platform/instagram-api-with-instagram-login/messaging-api/
+ */
+const isSendApiRequest = (req: { method: string; path: string; raw: string }) =>
+  req.method === 'POST' && /\/messages$/.test(req.path.split('?')[0]!) && jsonOf(req.raw)?.recipient !== undefined && jsonOf(req.raw)?.messaging_product === undefined;
+
+function sendApiViolations(req: { path: string; raw: string; headers: { authorization?: string } }): RequestViolation[] {
+  const operation = 'POST /{Version}/{Page-ID | me | IG-ID}/messages (Send API)';
+  const found: RequestViolation[] = [];
+  const body = jsonOf(req.raw);
+  if (!SEND_API_PATH.test(req.path.split('?')[0]!)) found.push({ operation, where: 'path', rule: 'node', message: 'the node must be a page id, an Instagram account id or me' });
+  if (typeof body?.recipient?.id !== 'string') found.push({ operation, where: 'body/recipient/id', rule: 'required', message: 'recipient.id must be the IGSID / PSID' });
+  if (typeof body?.message?.text !== 'string' && body?.message?.attachment === undefined) found.push({ operation, where: 'body/message', rule: 'required', message: 'message.text or message.attachment is required' });
+  if (!/^Bearer .+/.test(req.headers.authorization ?? '')) found.push({ operation, where: 'header/authorization', rule: 'required', message: 'a Bearer access token is required' });
+  return found;
+}
+
 /** Starts checking a provider's requests; its schemas are compiled here, before any request waits on them. */
 export function specConformance(provider: keyof typeof SPECS, allow: AllowedViolation[] = SPECS[provider].allow) {
   const spec = SPECS[provider];
@@ -55,7 +84,7 @@ export function specConformance(provider: keyof typeof SPECS, allow: AllowedViol
       const request = `${r.method} ${r.path.split('?')[0]}`;
       let checked: RequestViolation[];
       try {
-        checked = validator.validate(req);
+        checked = provider === 'meta' && isSendApiRequest(req) ? sendApiViolations(req) : validator.validate(req);
       } catch (err) {
         // A validator failure must fail the test, not the fake's answer.
         checked = [{ operation: request, where: 'validator', rule: 'error', message: (err as Error).message }];

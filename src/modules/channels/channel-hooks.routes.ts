@@ -21,9 +21,11 @@ import { z } from '../../http/zod';
 import type { Services } from '../../services';
 import type { InboundServices } from '../inbound/inbound-state';
 import { receiveMessage } from '../inbound/message.service';
-import type { ChannelConnection, ChannelSecretName } from './channel.entity';
+import { applyIdentityChange } from '../customers/customer-identity';
+import { ChannelConnection, type ChannelSecretName } from './channel.entity';
 import type { ChannelHook, HookRequest, ParsedHook } from './channel-provider';
 import { providerOf } from './providers';
+import { ownsProviderId } from './providers/meta/meta-hook';
 import { ChannelService, channelNotFound } from './channel.service';
 import { applyDeliveryStatus, recordInboundTime } from './message-status.writes';
 
@@ -79,10 +81,47 @@ async function receive(ctx: Context, services: InboundServices): Promise<void> {
 
 type Summary = { messages: number; duplicates: number; statuses: number; ignored: number; failed: number };
 
-async function processContent(services: InboundServices, c: ChannelConnection, content: ParsedHook, summary: Summary, log: Services['logger']) {
+/**
+ * The connection an item is for: one app webhook serves every number (page, account) of the
+ * business, so each item names its own (`to`: WhatsApp's `metadata.phone_number_id`,
+ * Instagram's `entry.id`), and goes to the organization's connection owning that id. An id
+ * none of the organization's active connections owns is acknowledged and ignored (logged
+ * with the id, never the body).
+ */
+function itemRouter(services: Services, hooked: ChannelConnection, log: Services['logger']) {
+  let owned: Promise<ChannelConnection[]> | undefined;
+  return async (to: string | undefined): Promise<ChannelConnection | undefined> => {
+    if (to === undefined || ownsProviderId(hooked, to)) return hooked;
+    owned ??= services.orm.em.fork().find(ChannelConnection, { organizationId: hooked.organizationId, type: hooked.type, deletedAt: null, status: { $ne: 'disabled' } });
+    const owner = (await owned).find((c) => ownsProviderId(c, to));
+    if (!owner) log.warn({ to }, 'channel hook item for an id no connection of the organization owns: acknowledged, ignored');
+    return owner;
+  };
+}
+
+async function processContent(services: InboundServices, hooked: ChannelConnection, content: ParsedHook, summary: Summary, log: Services['logger']) {
   summary.ignored += content.ignored;
   const em = services.orm.em.fork();
+  const route = itemRouter(services, hooked, log);
+  for (const change of content.identityChanges ?? []) {
+    const c = await route(change.to);
+    if (!c) {
+      summary.ignored++;
+      continue;
+    }
+    try {
+      await applyIdentityChange(em, { ...change, organizationId: c.organizationId, channel: c.channel });
+    } catch (err) {
+      summary.failed++;
+      log.error({ err, kind: change.kind }, 'channel hook identity change could not be applied');
+    }
+  }
   for (const m of content.messages) {
+    const c = await route(m.to);
+    if (!c) {
+      summary.ignored++;
+      continue;
+    }
     try {
       // The intake of POST /v1/messages (inbound-state.ts): one organization's flood through its
       // provider waits its turn there while other organizations' messages are recorded.
@@ -107,6 +146,11 @@ async function processContent(services: InboundServices, c: ChannelConnection, c
     }
   }
   for (const s of content.statuses) {
+    const c = await route(s.to);
+    if (!c) {
+      summary.ignored++;
+      continue;
+    }
     try {
       if (await applyDeliveryStatus(em, c.organizationId, c.id, s)) summary.statuses++;
       else summary.ignored++;

@@ -32,6 +32,7 @@ import { TriggerExecution } from './trigger.entity';
 import type { MessageTriggerConfig } from './trigger.schemas';
 import { transactionalRetrying } from '../../db/transaction';
 import type { HeldClaim } from '../../http/idempotency';
+import { isNonTextMessageText } from '../../../temporal/executions.shared';
 
 /** An inbound message, as a message trigger matches it. */
 export interface MessageMatchQuery {
@@ -47,6 +48,8 @@ const stripOuterPunctuation = (s: string) => s.replace(/^[\p{P}\p{S}\s]+|[\p{P}\
 
 /** True when the message text matches one of the trigger's keywords under its options. */
 export function messageMatches(config: MessageTriggerConfig, text: string): boolean {
+  // A placeholder (`[location]`) is not what the customer wrote: it matches no keyword.
+  if (isNonTextMessageText(text)) return false;
   const caseSensitive = config.case_sensitive ?? false;
   const fold = (s: string) => (caseSensitive ? s : s.toLocaleLowerCase());
   const message = normalizeSpace(text);

@@ -5,6 +5,8 @@
  * fbtrace_id}}`; `classifyGraphError` turns one into what the service does about it.
  * Plain fetch (undici), as every outbound call of the service.
  */
+import { PROVIDER_USER_AGENT } from '../../../../http/user-agent';
+
 
 /** What a failed Graph call means for the caller. */
 export type GraphFailureKind =
@@ -63,7 +65,7 @@ export async function graphRequest(call: GraphCall, method: 'GET' | 'POST', path
     res = await fetch(`${call.baseUrl.replace(/\/+$/, '')}/${path}`, {
       method,
       // The token goes in the header, never in the URL (URLs end up in logs).
-      headers: { authorization: `Bearer ${call.accessToken}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: { authorization: `Bearer ${call.accessToken}`, 'user-agent': PROVIDER_USER_AGENT, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: AbortSignal.timeout(call.timeoutMs),
       redirect: 'manual',

@@ -14,6 +14,13 @@ import { type MetaHookContent, MetaHookEnvelope } from './meta-hook-payloads';
 /** A Meta connection's `webhook_url`: the one channel hook route. */
 export const metaWebhookUrl = (config: { BASE_URL: string }, connectionId: string) => `${config.BASE_URL}/hooks/channels/${connectionId}`;
 
+/**
+ * Whether `id` (a hook item's `to`) is the connection's own number or account: its WhatsApp
+ * `phone_number_id`, or its Instagram account id or Facebook Page id.
+ */
+export const ownsProviderId = (c: { config: Record<string, string> }, id: string): boolean =>
+  c.config.phone_number_id === id || c.config.instagram_account_id === id || c.config.page_id === id;
+
 export const HUB_SIGNATURE_HEADER = 'x-hub-signature-256';
 
 /** A Meta provider's hook: `object` is the webhook object its connections subscribe to. */

@@ -23,10 +23,10 @@ export function mapGraphError(err: unknown, connection: ChannelConnection): Prov
   return { kind: err.kind, status: err.status, message: err.message };
 }
 
-/** `GET {graph}/{node}`: the stored token can read the connection's phone number or account. */
-export async function testGraphNode(call: ProviderCall, node: string): Promise<ProviderTestResult> {
+/** `GET {graph}/{node}`: the stored token can read the connection's phone number, page or account (`baseUrl`: another Graph host). */
+export async function testGraphNode(call: ProviderCall, node: string, baseUrl?: string): Promise<ProviderTestResult> {
   try {
-    await fetchGraphNode(graphCallOf(call), node);
+    await fetchGraphNode({ ...graphCallOf(call), ...(baseUrl ? { baseUrl } : {}) }, node);
     return { ok: true, status_code: 200, error_message: null };
   } catch (err) {
     if (!(err instanceof GraphError)) throw err;

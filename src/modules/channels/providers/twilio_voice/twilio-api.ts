@@ -4,6 +4,8 @@
  * HTTP basic auth with the Account SID and Auth Token). Plain fetch, as every outbound call
  * of the service: the twilio package's REST client would bring its own HTTP stack for one GET.
  */
+import { PROVIDER_USER_AGENT } from '../../../../http/user-agent';
+
 export interface TwilioAccountCall {
   baseUrl: string;
   accountSid: string;
@@ -15,7 +17,7 @@ export async function fetchTwilioAccount(call: TwilioAccountCall): Promise<{ ok:
   const url = `${call.baseUrl.replace(/\/$/, '')}/2010-04-01/Accounts/${encodeURIComponent(call.accountSid)}.json`;
   try {
     const res = await fetch(url, {
-      headers: { authorization: `Basic ${Buffer.from(`${call.accountSid}:${call.authToken}`).toString('base64')}`, accept: 'application/json' },
+      headers: { authorization: `Basic ${Buffer.from(`${call.accountSid}:${call.authToken}`).toString('base64')}`, accept: 'application/json', 'user-agent': PROVIDER_USER_AGENT },
       signal: AbortSignal.timeout(call.timeoutMs),
       redirect: 'manual',
     });
