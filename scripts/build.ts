@@ -15,12 +15,11 @@ import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
+import { BUILD_TREES, WORKFLOW_BUNDLE_FILE } from './lib/build-layout';
 import { compileTrees } from './lib/compile';
 import { workflowsPath } from '../temporal/worker';
 
 const ROOT = path.resolve(__dirname, '..');
-export const BUILD_TREES = ['src', 'temporal', 'scripts'];
-export const WORKFLOW_BUNDLE_FILE = 'workflow-bundle.js';
 
 export async function build(outDir: string, opts: { withTracing?: boolean; log?: (msg: string) => void } = {}): Promise<{ bundlePath: string }> {
   const log = opts.log ?? ((msg: string) => process.stdout.write(`${msg}\n`));

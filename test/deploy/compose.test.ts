@@ -4,13 +4,18 @@
  * passes the service's configuration validation (loadConfig, src/config.ts) with
  * NODE_ENV=production. The development secrets key is generated on the first start by the
  * compose file's `secrets-key` service: its command is run here, as the container runs it,
- * into a directory standing for the volume; no key is written in the file itself.
+ * into a directory standing for the volume; no key is written in the file itself. Every
+ * command run in the image (its entry point and HEALTHCHECK, the services' commands, the
+ * `docker compose exec` and `kubectl exec` lines of the compose file and the deploy guides)
+ * names a file the production build produces (scripts/lib/build-layout.ts): the image has
+ * dist/ and no tsx.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
+import { BUILD_OUT_DIR, WORKFLOW_BUNDLE_FILE, sourceOfBuilt } from '../../scripts/lib/build-layout';
 import { loadConfig } from '../../src/config';
 import { keyringOf } from '../../src/secrets';
 
@@ -23,16 +28,32 @@ interface ComposeService {
   environment?: Record<string, string | number | boolean> | string[];
   volumes?: string[];
   depends_on?: Record<string, { condition: string }>;
+  healthcheck?: { test: string[] | string };
 }
-const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8')) as { services: Record<string, ComposeService> };
+const composeText = readFileSync(path.join(root, 'docker-compose.yml'), 'utf8');
+// `merge`: compose resolves `<<: *anchor` (the worker's environment extends the API's).
+const compose = parse(composeText, { merge: true }) as { services: Record<string, ComposeService> };
+const dockerfile = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
 
-/** The ENV of the Dockerfile's last stage (the image compose builds), `ENV A=b C="d e"` and `ENV A b` forms. */
+/** Lines of `text` with shell and Dockerfile `\` continuations joined. */
+const joinedLines = (text: string) => text.replace(/\\\r?\n/g, ' ').split(/\r?\n/);
+
+/** The instructions of the Dockerfile's last stage (the image compose builds). */
+function finalStage(): string[] {
+  const lines = joinedLines(dockerfile);
+  return lines.slice(lines.map((l) => /^\s*FROM\s/i.test(l)).lastIndexOf(true) + 1);
+}
+
+/** The JSON (exec) form of the final stage's `ENTRYPOINT […]`, or of `HEALTHCHECK … CMD […]`. */
+function execForm(instruction: RegExp): string[] {
+  const line = finalStage().find((l) => instruction.test(l));
+  return JSON.parse(/(\[.*\])\s*$/.exec(line!)![1]!) as string[];
+}
+
+/** The ENV of the Dockerfile's last stage, `ENV A=b C="d e"` and `ENV A b` forms. */
 function dockerfileEnv(): Record<string, string> {
-  const text = readFileSync(path.join(root, 'Dockerfile'), 'utf8').replace(/\\\r?\n/g, ' ');
-  const lines = text.split(/\r?\n/);
-  const lastFrom = lines.map((l) => /^\s*FROM\s/i.test(l)).lastIndexOf(true);
   const env: Record<string, string> = {};
-  for (const line of lines.slice(lastFrom + 1)) {
+  for (const line of finalStage()) {
     const m = /^\s*ENV\s+(.*)$/i.exec(line);
     if (!m) continue;
     const body = m[1]!.trim();
@@ -99,6 +120,55 @@ describe('docker-compose.yml', () => {
     const config = loadConfig(asRun, { requireSecretsKey: true });
     expect(config.NODE_ENV).toBe('production');
     expect(keyringOf(config).sealingKeyId).toBe('dev');
+    // The image's own ENV counts: the worker loads the prebuilt bundle instead of running webpack.
+    const workdir = /^\s*WORKDIR\s+(\S+)/im.exec(finalStage().join('\n'))![1]!;
+    expect(config.TEMPORAL_WORKFLOW_BUNDLE_PATH).toBe(path.posix.join(workdir, BUILD_OUT_DIR, WORKFLOW_BUNDLE_FILE));
+  });
+
+  it.each(['api', 'worker'])('gives the %s a health check that reaches a port it serves', (name) => {
+    const service = compose.services[name]!;
+    if (service.healthcheck) return; // its own, instead of the image's
+    // The image's HEALTHCHECK asks /healthz on PORT (default 3000), else on METRICS_PORT
+    // (scripts/healthcheck.ts); the API serves PORT, a worker-only process only METRICS_PORT.
+    const env = { ...dockerfileEnv(), ...environmentOf(service) };
+    // Only the ports matter here: the keyring file is the volume's (checked above).
+    const config = loadConfig({ ...env, SECRETS_ENCRYPTION_KEYS_FILE: undefined, NODE_ENV: 'development' });
+    const [role] = service.command as string[];
+    const asked = [Number(env.PORT ?? 3000), env.METRICS_PORT === undefined ? undefined : Number(env.METRICS_PORT)];
+    const served = role === 'worker' ? config.METRICS_PORT : config.PORT;
+    expect(served).toBeGreaterThan(0);
+    expect(asked).toContain(served);
+  });
+
+  it('runs in the image only files the build produces, with node and never tsx', () => {
+    /** Each `node <file>` in `command` names a compiled file whose source exists. */
+    const expectBuilt = (command: string) => {
+      expect(command).not.toMatch(/\btsx\b/);
+      const files = [...command.matchAll(/\bnode\s+(?:--\S+\s+)*(\S+)/g)].map((m) => m[1]!);
+      for (const file of files) {
+        const source = sourceOfBuilt(file);
+        expect({ file, source, exists: source !== undefined && existsSync(path.join(root, source)) }).toEqual({ file, source, exists: true });
+      }
+      return files.length;
+    };
+    expect(execForm(/^\s*ENTRYPOINT\s/i)).toEqual(['node', 'dist/src/main.js']);
+    expect(expectBuilt(execForm(/^\s*ENTRYPOINT\s/i).join(' '))).toBe(1);
+    expect(expectBuilt(execForm(/^\s*HEALTHCHECK\s.*\sCMD\s/i).join(' '))).toBe(1);
+
+    for (const service of Object.values(compose.services).filter((s) => s.build !== undefined)) {
+      const command = [service.command ?? []].flat();
+      // Arguments to the entry point (a role), or a command of its own.
+      if (command[0] !== 'node') expect(['api', 'worker', 'all']).toContain(command[0]);
+      else expectBuilt(command.join(' '));
+      if (service.healthcheck) expectBuilt([service.healthcheck.test].flat().join(' '));
+    }
+
+    // What the compose file's header and the guides tell users to run inside a container.
+    const guides = ['docker-compose.yml', 'docs/guides/deploy.md', 'docs/deploy.md', 'deploy/helm/workflow-automation/templates/NOTES.txt'];
+    for (const file of guides) {
+      const inContainer = joinedLines(readFileSync(path.join(root, file), 'utf8')).filter((l) => /docker compose exec|kubectl .*exec /.test(l));
+      expect({ file, commands: inContainer.map(expectBuilt).reduce((a, b) => a + b, 0) > 0 }).toEqual({ file, commands: true });
+    }
   });
 
   it('commits no secrets key in any service', () => {

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { findHelm, helmMissingMessage } from '../../scripts/lib/helm';
 import { loadConfig } from '../../src/config';
+import { keyringOf, parseKeyring, secretPlace } from '../../src/secrets';
 import { type KubernetesObject, validateKubernetesObject } from './kubernetes-schemas';
 
 const CHART = path.resolve(__dirname, '../../deploy/helm/workflow-automation');
@@ -24,11 +25,11 @@ const exampleFile = (name: string) => path.join(CHART, 'examples', name);
  * The variable the chart's Secret seals stored secrets with (`wfa.sealingKeyVar` in
  * _helpers.tpl), and what an `existingSecret` must hold (docs/deploy.md, "Install").
  */
-const SEALING_KEY_VAR = 'SECRETS_ENCRYPTION_KEY';
+const SEALING_KEY_VAR = 'SECRETS_ENCRYPTION_KEYS';
 const EXISTING_SECRET_EXAMPLE: Record<string, string> = {
   DATABASE_URL: 'postgresql://wfa:secret@postgresql.databases:5432/workflow_automation',
   REDIS_URL: 'redis://:secret@redis.databases:6379',
-  [SEALING_KEY_VAR]: Buffer.alloc(32, 7).toString('base64'),
+  [SEALING_KEY_VAR]: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
 };
 
 /** The final stage's `ENV` of the Dockerfile: what every container of the image starts with. */
@@ -211,7 +212,8 @@ describe('chart: the environment each Deployment runs with passes the service\'s
       return rendered ? (rendered.stringData ?? {}) : EXISTING_SECRET_EXAMPLE;
     });
     const env = { ...imageEnv(), ...Object.assign({}, ...fromSources), ...(envOf(c) as Record<string, string>) } as Record<string, string>;
-    const config = loadConfig(env) as unknown as Record<string, unknown>;
+    // As the API and the worker load it: they refuse to start without a key.
+    const config = loadConfig(env, { requireSecretsKey: true }) as unknown as Record<string, unknown>;
     // Every name set is one the service reads (an unknown one would be silently ignored).
     for (const name of Object.keys(env)) expect([name, name in config]).toEqual([name, true]);
     expect(config).toMatchObject({ MIGRATE_ON_START: false, FILE_STORAGE: 's3', NODE_ENV: 'production', TEMPORAL_WORKFLOW_BUNDLE_PATH: '/app/dist/workflow-bundle.js' });
@@ -315,6 +317,57 @@ describe('chart: the Ingress, the NetworkPolicies and the PrometheusRule', () =>
     expect(rule.metadata.labels?.release).toBe('kube-prometheus-stack');
     const plain = parseYaml(readFileSync(path.resolve(__dirname, '../../deploy/prometheus/alerts.yml'), 'utf8')) as { groups: unknown[] };
     expect(rule.spec).toEqual({ groups: plain.groups });
+  });
+});
+
+describe('chart: the secrets keyring', () => {
+  const minimal = exampleFile('minimal.yaml');
+  const KEY = Buffer.alloc(32, 9).toString('base64');
+  /** What the release's Secret and the migration hook's Secret give the pods, as the service reads it. */
+  const keyringsOf = (sets: string[]) => {
+    const all = render([minimal], sets);
+    return ['wfa-workflow-automation', 'wfa-workflow-automation-migrate'].map((name) => {
+      const data = (find(all, 'Secret', name) as { stringData?: Record<string, string> }).stringData ?? {};
+      expect(Object.keys(data).filter((k) => k.startsWith('SECRETS_ENCRYPTION_'))).toEqual([SEALING_KEY_VAR]);
+      const ids = (parseKeyring(data[SEALING_KEY_VAR]!) as Array<{ id: string }>).map((k) => k.id);
+      return { ids, ring: keyringOf(loadConfig({ [SEALING_KEY_VAR]: data[SEALING_KEY_VAR] }, { requireSecretsKey: true })) };
+    });
+  };
+  const place = secretPlace('webhooks', 'signing_secret', '00000000-0000-0000-0000-000000000001');
+
+  test('a keyring of two keys reaches the pods and the migration, the first one sealing', () => {
+    const sets = [`secrets.SECRETS_ENCRYPTION_KEYS=k2:${KEY}\\,k1:${Buffer.alloc(32, 7).toString('base64')}`];
+    for (const { ids, ring } of keyringsOf(sets)) {
+      expect(ids).toEqual(['k2', 'k1']);
+      expect(ring.sealingKeyId).toBe('k2');
+    }
+  });
+
+  test('the one-key form of releases made before the keyring is stored as the keyring `default:<key>`', () => {
+    const sets = ['secrets.SECRETS_ENCRYPTION_KEYS=', `secrets.SECRETS_ENCRYPTION_KEY=${KEY}`];
+    // A value sealed by a release that had SECRETS_ENCRYPTION_KEY=<key> still opens.
+    const before = keyringOf(loadConfig({ SECRETS_ENCRYPTION_KEY: KEY }, { requireSecretsKey: true })).seal('whsec_example', place);
+    for (const { ids, ring } of keyringsOf(sets)) {
+      expect(ids).toEqual(['default']);
+      expect(ring.open(before, place)).toBe('whsec_example');
+    }
+  });
+
+  test('refuses both forms at once, no key, a bare key as the keyring, or a key in `config`', () => {
+    expect(() => render([minimal], [`secrets.SECRETS_ENCRYPTION_KEY=${KEY}`])).toThrow(/SECRETS_ENCRYPTION_KEYS and secrets\.SECRETS_ENCRYPTION_KEY are both set/);
+    expect(() => render([minimal], ['secrets.SECRETS_ENCRYPTION_KEYS='])).toThrow(/secrets\.SECRETS_ENCRYPTION_KEYS is required/);
+    // A bare key as the keyring: refused, and helm's message does not print it.
+    let helmSays = '';
+    try {
+      render([minimal], [`secrets.SECRETS_ENCRYPTION_KEYS=${KEY}`]);
+    } catch (err) {
+      helmSays = (err as Error).message.split(' failed:\n')[1]!;
+    }
+    expect(helmSays).toMatch(/secrets\.SECRETS_ENCRYPTION_KEYS: expected id:key/);
+    expect(helmSays).not.toContain(KEY);
+    for (const name of ['SECRETS_ENCRYPTION_KEYS', 'SECRETS_ENCRYPTION_KEY', 'SECRETS_ENCRYPTION_KEYS_FILE']) {
+      expect(() => render([minimal], [`config.${name}=x`])).toThrow(new RegExp(`config\\.${name}: set by the chart`));
+    }
   });
 });
 

@@ -50,14 +50,29 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
 {{/*
-The secrets-sealing key: the one place that names its variable and reads its value, for the
-release's Secret, the migration hook's Secret and the migration Job.
+The secrets keyring: the one place that names its variable and reads its value, for the
+release's Secret, the migration hook's Secret and the migration Job. The Secret always holds
+the keyring (`id:key,id:key`, the first key seals); the one-key form
+secrets.SECRETS_ENCRYPTION_KEY=<key> becomes `default:<key>`, as the service itself reads it,
+so values it sealed keep opening.
 */}}
 {{- define "wfa.sealingKeyVar" -}}
-SECRETS_ENCRYPTION_KEY
+SECRETS_ENCRYPTION_KEYS
 {{- end -}}
 {{- define "wfa.sealingKeyValue" -}}
-{{- required "secrets.SECRETS_ENCRYPTION_KEY is required (or set existingSecret): 32 bytes, base64 or hex, e.g. openssl rand -base64 32" .Values.secrets.SECRETS_ENCRYPTION_KEY -}}
+{{- $s := .Values.secrets -}}
+{{- if and $s.SECRETS_ENCRYPTION_KEYS $s.SECRETS_ENCRYPTION_KEY -}}
+{{- fail "secrets.SECRETS_ENCRYPTION_KEYS and secrets.SECRETS_ENCRYPTION_KEY are both set: set one (SECRETS_ENCRYPTION_KEY=<key> is SECRETS_ENCRYPTION_KEYS=default:<key>)" -}}
+{{- else if $s.SECRETS_ENCRYPTION_KEY -}}
+default:{{ $s.SECRETS_ENCRYPTION_KEY }}
+{{- else -}}
+{{- $keys := required "secrets.SECRETS_ENCRYPTION_KEYS is required (or set existingSecret): id:key[,id:key…], the first key seals; 32-byte keys in base64 or hex, e.g. k1:$(openssl rand -base64 32)" $s.SECRETS_ENCRYPTION_KEYS -}}
+{{- /* Checked here, not by the schema, whose error would print the key. */ -}}
+{{- if not (regexMatch "^\\s*[A-Za-z0-9_-]{1,32}:" $keys) -}}
+{{- fail "secrets.SECRETS_ENCRYPTION_KEYS: expected id:key[,id:key…] (a single key alone goes in secrets.SECRETS_ENCRYPTION_KEY, or write it as default:<key>)" -}}
+{{- end -}}
+{{- $keys -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
@@ -86,7 +101,7 @@ cannot run without, so that a broken release fails at `helm install`, not in a c
 {{- with $v.temporal.uiUrl }}{{ $_ := set $c "TEMPORAL_UI_URL" . }}{{ end -}}
 {{- with $v.s3.endpoint }}{{ $_ := set $c "S3_ENDPOINT" . }}{{ end -}}
 {{- with $v.trustProxy }}{{ $_ := set $c "TRUST_PROXY" (toString .) }}{{ end -}}
-{{- $reserved := list "MIGRATE_ON_START" "METRICS_PORT" "TEMPORAL_WORKFLOW_BUNDLE_PATH" "DATABASE_URL" "REDIS_URL" (include "wfa.sealingKeyVar" .) "S3_ACCESS_KEY_ID" "S3_SECRET_ACCESS_KEY" "AI_MODEL_API_KEY" -}}
+{{- $reserved := list "MIGRATE_ON_START" "METRICS_PORT" "TEMPORAL_WORKFLOW_BUNDLE_PATH" "DATABASE_URL" "REDIS_URL" "SECRETS_ENCRYPTION_KEYS" "SECRETS_ENCRYPTION_KEY" "SECRETS_ENCRYPTION_KEYS_FILE" "S3_ACCESS_KEY_ID" "S3_SECRET_ACCESS_KEY" "AI_MODEL_API_KEY" -}}
 {{- range $name, $value := $v.config -}}
 {{- if or (hasKey $c $name) (has $name $reserved) -}}
 {{- fail (printf "config.%s: set by the chart from its own values or secrets (see values.yaml)" $name) -}}
