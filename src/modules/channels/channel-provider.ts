@@ -42,6 +42,8 @@ export interface InboundItem {
   metadata: Record<string, unknown>;
   name?: string;
   sentAt: Date;
+  /** Which of the organization's numbers or accounts it was sent to (WhatsApp's `phone_number_id`, a Page or account id): the connection owning that id takes it. */
+  to?: string;
 }
 
 /** A delivery status of one of our sends, by the provider's message id. */
@@ -50,12 +52,28 @@ export interface StatusItem {
   status: DeliveryStatus;
   at: Date;
   error?: { code: number | null; title: string | null; message: string | null };
+  /** As `InboundItem.to`. */
+  to?: string;
+}
+
+/**
+ * A provider's notice about a customer's identity (never a message of theirs): a number change
+ * moves the customer to `newExternalId`; other kinds are kept on the customer. Nothing is sent.
+ */
+export interface IdentityChangeItem {
+  externalId: string;
+  kind: string;
+  newExternalId?: string;
+  identity?: string;
+  at: Date;
+  to?: string;
 }
 
 /** The inbound messages, statuses and ignorable events of one hook body, with the provider's own ids. */
 export interface ParsedHook {
   messages: InboundItem[];
   statuses: StatusItem[];
+  identityChanges?: IdentityChangeItem[];
   /** Items skipped: echoes of our own sends, unknown shapes, other fields. */
   ignored: number;
 }

@@ -11,53 +11,19 @@
 import { nonTextMessageText } from '../../../../../temporal/executions.shared';
 import { z } from '../../../../http/zod';
 import type { DeliveryStatus } from '../../../conversations/message-deliveries';
+import type { IdentityChangeItem, InboundItem, ParsedHook, StatusItem } from '../../channel-provider';
 
 /**
- * A customer message as `receiveMessage` takes it, plus when Meta says it was sent and which
- * of the organization's numbers or accounts it was sent to (`to`: WhatsApp's
+ * What a Meta hook body carries, in the providers' common shapes (channel-provider.ts): `to` is
+ * which of the organization's numbers or accounts an item was sent to (WhatsApp's
  * `metadata.phone_number_id`, Instagram's / Messenger's `entry[].id`).
  */
-export interface MetaInboundMessage {
-  externalId: string;
-  providerMessageId: string;
-  text: string;
-  metadata: Record<string, unknown>;
-  name?: string;
-  sentAt: Date;
-  to?: string;
-}
-
+export type MetaInboundMessage = InboundItem;
+export type MetaStatusUpdate = StatusItem;
+/** `user_changed_number` moves the customer; `user_identity_changed` (security code) is kept on it. */
+export type MetaIdentityChange = IdentityChangeItem;
+export type MetaHookContent = ParsedHook;
 export type { DeliveryStatus };
-
-export interface MetaStatusUpdate {
-  providerMessageId: string;
-  status: DeliveryStatus;
-  at: Date;
-  error?: { code: number | null; title: string | null; message: string | null };
-  to?: string;
-}
-
-/**
- * A WhatsApp system notice about a customer (never a message of theirs): `user_changed_number`
- * moves the customer to `newExternalId`; `user_identity_changed` (security code) is kept on the
- * customer. Nothing is sent to the customer for either.
- */
-export interface MetaIdentityChange {
-  externalId: string;
-  kind: string;
-  newExternalId?: string;
-  identity?: string;
-  at: Date;
-  to?: string;
-}
-
-export interface MetaHookContent {
-  messages: MetaInboundMessage[];
-  statuses: MetaStatusUpdate[];
-  identityChanges?: MetaIdentityChange[];
-  /** Items skipped: echoes of our own sends, unknown shapes, other fields. */
-  ignored: number;
-}
 
 export const MetaHookEnvelope = z.looseObject({
   object: z.string(),
