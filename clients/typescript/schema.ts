@@ -1308,7 +1308,7 @@ export interface paths {
         put?: never;
         /**
          * Receive WhatsApp Cloud API or Instagram Messaging webhooks: customer messages and delivery statuses
-         * @description Signed by Meta: `X-Hub-Signature-256: sha256=<lowercase hex HMAC-SHA256 of the raw body keyed with the app secret>`. WhatsApp `entry[].changes[].value.messages[]` and Instagram `entry[].messaging[]` are processed as `POST /v1/messages` (a repeated wamid / mid changes nothing); WhatsApp `value.statuses[]` update the delivery status of our outbound messages. Always 200 once verified and committed, also when an item could not be processed (logged).
+         * @description Signed by Meta: `X-Hub-Signature-256: sha256=<lowercase hex HMAC-SHA256 of the raw body keyed with the app secret>`. WhatsApp `entry[].changes[].value.messages[]` and Instagram `entry[].messaging[]` are processed as `POST /v1/messages` (a repeated wamid / mid changes nothing); WhatsApp `value.statuses[]` update the delivery status of our outbound messages. Always 200 once verified and committed, also when an item could not be processed (logged). A `twilio_voice` connection's hook takes Twilio's form-encoded call requests here and answers TwiML (`text/xml`), as `receiveVoiceHook` describes; a Twilio request whose `X-Twilio-Signature` does not hold is a 403.
          */
         post: operations["receiveChannelHook"];
         delete?: never;
@@ -1328,7 +1328,7 @@ export interface paths {
         put?: never;
         /**
          * Twilio's voice webhook of a twilio_voice connection: answers each call request with TwiML
-         * @description Set as the number’s "A call comes in" webhook (HTTP POST) and as its call status callback. Signed by Twilio: `X-Twilio-Signature` is the base64 HMAC-SHA1 of the full hook URL followed by the POST parameters sorted by name, keyed with the Auth Token. A new `CallSid` starts the organization’s active voice workflow triggered by `{"type": "call"}`; a `SpeechResult` or `Digits` is the caller’s reply to the last `<Gather>`; the answer holds everything the execution says up to its next wait (`<Say>`, `<Gather>`) or its end (`<Hangup/>`), or `<Pause length="1"/><Redirect>` when it did not get there within VOICE_ANSWER_BUDGET_MS. A `CallStatus` of completed, busy, no-answer, failed or canceled ends a waiting form with `caller_hung_up`.
+         * @description Served at the connection’s `webhook_url`, `/hooks/channels/{channel_id}` (a form-encoded POST there is this request), and at this path, kept for numbers configured before. Set as the number’s "A call comes in" webhook (HTTP POST) and as its call status callback. Signed by Twilio: `X-Twilio-Signature` is the base64 HMAC-SHA1 of the full hook URL followed by the POST parameters sorted by name, keyed with the Auth Token. A new `CallSid` starts the organization’s active voice workflow triggered by `{"type": "call"}`; a `SpeechResult` or `Digits` is the caller’s reply to the last `<Gather>`; the answer holds everything the execution says up to its next wait (`<Say>`, `<Gather>`) or its end (`<Hangup/>`), or `<Pause length="1"/><Redirect>` when it did not get there within VOICE_ANSWER_BUDGET_MS. A `CallStatus` of completed, busy, no-answer, failed or canceled ends a waiting form with `caller_hung_up`.
          */
         post: operations["receiveVoiceHook"];
         delete?: never;
@@ -2388,7 +2388,7 @@ export interface components {
             success_rate: number | null;
         };
         /** @enum {string} */
-        Channel: "whatsapp" | "instagram" | "voice";
+        Channel: "whatsapp" | "instagram" | "voice" | "messenger";
         WorkflowDetail: components["schemas"]["Workflow"] & {
             configuration: components["schemas"]["WorkflowConfiguration"];
             revision: number;
@@ -4049,7 +4049,7 @@ export interface components {
             /** @example chn_4f9Qk2R7sT1uVwXyZ0aB */
             id: string;
             /** @enum {string} */
-            type: "whatsapp_cloud" | "instagram" | "http" | "twilio_voice";
+            type: "whatsapp_cloud" | "instagram" | "http" | "twilio_voice" | "messenger";
             channel: components["schemas"]["Channel"];
             name: string;
             /** @enum {string} */
@@ -4085,6 +4085,16 @@ export interface components {
             config: {
                 /** @example 106540352242922 */
                 instagram_account_id: string;
+                /**
+                 * @description Which login the access token comes from: `facebook` (a Page token; the default) or `instagram` (Business Login for Instagram).
+                 * @enum {string}
+                 */
+                login?: "facebook" | "instagram";
+                /**
+                 * @description With `login: facebook`: the Facebook Page linked to the account; replies go to /{page_id}/messages.
+                 * @example 106540352242922
+                 */
+                page_id?: string;
                 /** @description A token with instagram_manage_messages. Write-only: never returned. */
                 access_token: string;
                 /** @description The Meta app's secret: X-Hub-Signature-256 of every hook is checked with it. Write-only: never returned. */
@@ -4116,6 +4126,23 @@ export interface components {
                 /** @example +14155550100 */
                 phone_number: string;
             };
+        } | {
+            /** @enum {string} */
+            type: "messenger";
+            name: string;
+            config: {
+                /** @example 106540352242922 */
+                page_id: string;
+                /** @description A Page access token with pages_messaging. Write-only: never returned. */
+                access_token: string;
+                /** @description The Meta app's secret: X-Hub-Signature-256 of every hook is checked with it. Write-only: never returned. */
+                app_secret: string;
+                /**
+                 * @description Sent with messages outside the 24-hour standard messaging window (Meta allows HUMAN_AGENT within 7 days); without it those sends fail customer_service_window_closed
+                 * @enum {string}
+                 */
+                message_tag?: "HUMAN_AGENT" | "CONFIRMED_EVENT_UPDATE" | "POST_PURCHASE_UPDATE" | "ACCOUNT_UPDATE";
+            };
         };
         ChannelConnectionUpdate: {
             name?: string;
@@ -4127,19 +4154,29 @@ export interface components {
             config?: {
                 /** @example 106540352242922 */
                 phone_number_id?: string;
+                /** @description Write-only: never returned. */
+                access_token?: string;
+                /** @description Write-only: never returned. */
+                app_secret?: string;
                 /** @example 106540352242922 */
                 instagram_account_id?: string;
+                /**
+                 * @description Which login the access token comes from: `facebook` (a Page token; the default) or `instagram` (Business Login for Instagram).
+                 * @enum {string}
+                 */
+                login?: "facebook" | "instagram";
+                /**
+                 * @description With `login: facebook`: the Facebook Page linked to the account; replies go to /{page_id}/messages.
+                 * @example 106540352242922
+                 */
+                page_id?: string;
                 /**
                  * Format: uri
                  * @description Where outbound messages are POSTed (the generic adapter)
                  */
                 url?: string;
                 channel?: components["schemas"]["Channel"];
-                /** @description Write-only: never returned. */
-                access_token?: string;
-                /** @description Write-only: never returned. */
-                app_secret?: string;
-                /** @description Write-only: never returned. */
+                /** @description Sent as a Bearer token with each POST. Write-only: never returned. */
                 secret?: string;
                 /** @example ACa1b2c3d4e5f60718293a4b5c6d7e8f90 */
                 account_sid?: string;
@@ -4147,6 +4184,11 @@ export interface components {
                 auth_token?: string;
                 /** @example +14155550100 */
                 phone_number?: string;
+                /**
+                 * @description Sent with messages outside the 24-hour standard messaging window (Meta allows HUMAN_AGENT within 7 days); without it those sends fail customer_service_window_closed
+                 * @enum {string}
+                 */
+                message_tag?: "HUMAN_AGENT" | "CONFIRMED_EVENT_UPDATE" | "POST_PURCHASE_UPDATE" | "ACCOUNT_UPDATE";
             };
         };
         ChannelConnectionTest: {
@@ -12299,7 +12341,7 @@ export interface operations {
                 end_date?: string;
                 /** @description `new`, `returning`, or a customer tag */
                 customer_segment?: string;
-                channel?: "whatsapp" | "instagram" | "voice";
+                channel?: "whatsapp" | "instagram" | "voice" | "messenger";
             };
             header?: never;
             path?: never;
@@ -12607,7 +12649,7 @@ export interface operations {
         parameters: {
             query?: {
                 workflow_id?: string;
-                channel?: "whatsapp" | "instagram" | "voice";
+                channel?: "whatsapp" | "instagram" | "voice" | "messenger";
                 /** @description Adds system_metrics; needs the admin scope */
                 include_system?: "true" | "false";
             };
@@ -12755,7 +12797,7 @@ export interface operations {
         parameters: {
             query?: {
                 workflow_id?: string;
-                channel?: "whatsapp" | "instagram" | "voice";
+                channel?: "whatsapp" | "instagram" | "voice" | "messenger";
                 /** @description Adds system_metrics; needs the admin scope */
                 include_system?: "true" | "false";
             };
@@ -16880,7 +16922,7 @@ export interface operations {
                 page?: number;
                 /** @description Items per page, 1 to 100 */
                 limit?: number;
-                type?: "whatsapp_cloud" | "instagram" | "http" | "twilio_voice";
+                type?: "whatsapp_cloud" | "instagram" | "http" | "twilio_voice" | "messenger";
                 channel?: components["schemas"]["Channel"];
                 status?: "active" | "disabled" | "unauthorized";
             };
@@ -17959,10 +18001,13 @@ export interface operations {
             content: {
                 "application/json": {
                     /** @enum {string} */
-                    object: "whatsapp_business_account" | "instagram";
+                    object: "whatsapp_business_account" | "instagram" | "page";
                     entry: {
                         [key: string]: unknown;
                     }[];
+                };
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
                 };
             };
         };
@@ -17983,6 +18028,7 @@ export interface operations {
                             failed: number;
                         };
                     };
+                    "text/xml": string;
                 };
             };
             /** @description INVALID_REQUEST: not valid JSON (before the signature), NUL characters or too deep (before), or not a Meta webhook object (after) */
@@ -17997,6 +18043,16 @@ export interface operations {
             };
             /** @description INVALID_SIGNATURE */
             401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description INVALID_SIGNATURE or WRONG_NUMBER: a Twilio request not signed for this URL, or a call to another number than the connection's */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;

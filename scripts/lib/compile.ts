@@ -3,7 +3,8 @@
  * only: `tsc --noEmit` is the type check), file by file with the settings jest's transform
  * uses. Used by the production build (scripts/build.ts → dist/) and by the tests' compiled
  * copy of the service (test/helpers/service-build.ts). Files other than TypeScript in those
- * trees (the rollup functions' SQL) are copied beside the output, where the code reads them.
+ * trees (the rollup functions' SQL) are copied beside the output, where the code reads them,
+ * and so is package.json, which the code imports from the root (its version, for User-Agent).
  */
 import { copyFile, mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -35,4 +36,5 @@ export async function compileTrees(root: string, trees: readonly string[], outDi
       await writeFile(target.replace(/\.ts$/, '.js'), code);
     }),
   );
+  await copyFile(path.join(root, 'package.json'), path.join(outDir, 'package.json'));
 }

@@ -196,13 +196,20 @@ export function registerChannelHookDocs(registry: OpenAPIRegistry): void {
       'Signed by Meta: `X-Hub-Signature-256: sha256=<lowercase hex HMAC-SHA256 of the raw body keyed with the app secret>`. ' +
       'WhatsApp `entry[].changes[].value.messages[]` and Instagram `entry[].messaging[]` are processed as `POST /v1/messages` ' +
       '(a repeated wamid / mid changes nothing); WhatsApp `value.statuses[]` update the delivery status of our outbound messages. ' +
-      'Always 200 once verified and committed, also when an item could not be processed (logged).',
+      'Always 200 once verified and committed, also when an item could not be processed (logged). ' +
+      'A `twilio_voice` connection\'s hook takes Twilio\'s form-encoded call requests here and answers TwiML (`text/xml`), ' +
+      'as `receiveVoiceHook` describes; a Twilio request whose `X-Twilio-Signature` does not hold is a 403.',
     tags: ['Channels'],
     security: [],
     request: {
       params,
       headers: z.object({ 'X-Hub-Signature-256': z.string().openapi({ example: 'sha256=5f2b…' }) }),
-      body: { content: { 'application/json': { schema: z.object({ object: z.enum(['whatsapp_business_account', 'instagram']), entry: z.array(z.record(z.string(), z.unknown())) }) } } },
+      body: {
+        content: {
+          'application/json': { schema: z.object({ object: z.enum(['whatsapp_business_account', 'instagram', 'page']), entry: z.array(z.record(z.string(), z.unknown())) }) },
+          'application/x-www-form-urlencoded': { schema: z.record(z.string(), z.string()).openapi({ description: "Twilio's call parameters (twilio_voice connections; see receiveVoiceHook)" }) },
+        },
+      },
     },
     responses: {
       200: {
@@ -220,10 +227,12 @@ export function registerChannelHookDocs(registry: OpenAPIRegistry): void {
               }),
             }),
           },
+          'text/xml': { schema: z.string().openapi({ description: 'TwiML, to a twilio_voice connection\'s call request' }) },
         },
       },
       400: error('INVALID_REQUEST: not valid JSON (before the signature), NUL characters or too deep (before), or not a Meta webhook object (after)'),
       401: error('INVALID_SIGNATURE'),
+      403: error('INVALID_SIGNATURE or WRONG_NUMBER: a Twilio request not signed for this URL, or a call to another number than the connection\'s'),
       404: error('CHANNEL_NOT_FOUND'),
       413: error('PAYLOAD_TOO_LARGE'),
       415: error('UNSUPPORTED_MEDIA_TYPE'),

@@ -17,11 +17,12 @@ const PHONE_NUMBER = /^\+?[1-9]\d{6,14}$/;
 export async function resolveCustomerRef(em: EntityManager, organizationId: string, channel: string, ref: unknown): Promise<string | undefined> {
   if (typeof ref !== 'string' || ref.length === 0 || ref.length > 128) return undefined;
   const waId = channel === 'whatsapp' && PHONE_NUMBER.test(ref) ? ref.replace(/^\+/, '') : undefined;
-  const external = waId ?? ref;
   const conn = em.getConnection();
+  // A customer is found by the id as written too: one that wrote through `POST /v1/messages`
+  // with `+15551234567` is that customer, although Meta's own wa_id is the digits.
   const [row] = await conn.execute<Array<{ id: string }>>(
-    'select id from customers where organization_id = ? and (id = ? or (channel = ? and external_id = ?)) order by (id = ?) desc limit 1',
-    [organizationId, ref, channel, external, ref],
+    'select id from customers where organization_id = ? and (id = ? or (channel = ? and external_id in (?, ?))) order by (id = ?) desc, (external_id = ?) desc limit 1',
+    [organizationId, ref, channel, ref, waId ?? ref, ref, ref],
   );
   if (row || !waId) return row?.id;
   await conn.execute(

@@ -237,6 +237,11 @@ const CALLS: Array<[string, () => Promise<unknown>]> = [
     const twilioSigned = { 'X-Twilio-Signature': twilioSignature('auth-token', line.webhook_url, callParams) };
     expectStatus(await call('POST', voiceHook, { key: null, form: callParams, headers: twilioSigned }), 200);
     expectStatus(await call('POST', voiceHook, { key: null, form: callParams, headers: { 'X-Twilio-Signature': 'AAAA' } }), 403);
+    // The voice URL numbers were configured with before the one hook: an alias, signed over its own URL.
+    const aliasUrl = line.webhook_url.replace('/hooks/channels/', '/hooks/voice/');
+    const aliasParams = { ...callParams, CallSid: `CA${'2'.repeat(32)}` };
+    const aliasSigned = { 'X-Twilio-Signature': twilioSignature('auth-token', aliasUrl, aliasParams) };
+    expectStatus(await call('POST', new URL(aliasUrl).pathname, { key: null, form: aliasParams, headers: aliasSigned }), 200);
     expectStatus(await call('POST', '/hooks/voice/chn_missing', { key: null, form: callParams, headers: twilioSigned }), 404);
   }],
   ['knowledge bases', async () => {
