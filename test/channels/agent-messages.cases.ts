@@ -9,7 +9,7 @@ import { createActivities } from '../../temporal/activities';
 import { reconcileOnce } from '../../src/reconciler';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
 import { type ChannelProvider, startChannelProvider } from '../helpers/channel-provider';
-import { type FakeMeta, graphError, hubSignature, startFakeMeta, whatsAppStatus, whatsAppText } from '../helpers/fake-meta';
+import { type FakeMeta, graphError, startFakeMeta, whatsAppStatus, whatsAppText, postSignedHook } from '../helpers/fake-meta';
 import { startTestWorker, type TestWorker } from '../helpers/temporal';
 import { waitFor } from '../helpers/wait';
 
@@ -25,8 +25,7 @@ describe('agent messages', () => {
   let wa: string;
 
   const hook = (body: unknown) => {
-    const raw = JSON.stringify(body);
-    return t.request.post(`/hooks/channels/${wa}`).set('Content-Type', 'application/json').set('X-Hub-Signature-256', hubSignature(SECRET, raw)).send(raw);
+    return postSignedHook(t.request, wa, body, SECRET);
   };
   const customerOf = async (externalId: string) => (await t.query<{ id: string }>('select id from customers where external_id = ?', [externalId]))[0]!.id;
   const transcript = async (key: string, customerId: string) => (await t.request.get(`/v1/customers/${customerId}/messages`).set(bearer(key))).body.data as Array<Record<string, any>>;

@@ -6,7 +6,7 @@
  * `customer_service_window_closed` without calling Meta (as Meta's own 131047 does).
  */
 import { bearer } from '../helpers/app';
-import { type FakeMeta, graphError, hubSignature, startFakeMeta, whatsAppStatus, whatsAppText } from '../helpers/fake-meta';
+import { type FakeMeta, graphError, startFakeMeta, whatsAppStatus, whatsAppText, postSignedHook } from '../helpers/fake-meta';
 import { waitFor } from '../helpers/wait';
 import { startWebhookKit, type WebhookKit } from '../helpers/webhooks';
 import { createActiveWorkflow } from '../executions/helpers';
@@ -21,8 +21,7 @@ describe('delivery statuses and the customer service window', () => {
   let channel: string;
 
   const hook = (body: unknown) => {
-    const raw = JSON.stringify(body);
-    return kit.t.request.post(`/hooks/channels/${channel}`).set('Content-Type', 'application/json').set('X-Hub-Signature-256', hubSignature(SECRET, raw)).send(raw);
+    return postSignedHook(kit.t.request, channel, body, SECRET);
   };
   const sendsTo = (waId: string) => meta.sends.filter((s) => s.status === 200 && s.body?.to === waId);
   const customerOf = async (waId: string) => (await kit.t.query<{ id: string }>('select id from customers where external_id = ?', [waId]))[0]!.id;

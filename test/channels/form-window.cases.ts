@@ -8,7 +8,7 @@
 import '../helpers/short-form-timeouts';
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
-import { type FakeMeta, hubSignature, startFakeMeta, whatsAppText } from '../helpers/fake-meta';
+import { type FakeMeta, startFakeMeta, whatsAppText, postSignedHook } from '../helpers/fake-meta';
 import { startTestWorker, type TestWorker } from '../helpers/temporal';
 import { waitFor } from '../helpers/wait';
 import { createActiveWorkflow } from '../executions/helpers';
@@ -27,8 +27,7 @@ describe('a form wait and the customer service window', () => {
   let wa: string;
 
   const hook = (body: unknown) => {
-    const raw = JSON.stringify(body);
-    return t.request.post(`/hooks/channels/${wa}`).set('Content-Type', 'application/json').set('X-Hub-Signature-256', hubSignature(SECRET, raw)).send(raw);
+    return postSignedHook(t.request, wa, body, SECRET);
   };
   const textsTo = (to: string) => meta.sends.filter((s) => s.status === 200 && s.body?.to === to).map((s) => s.body?.text?.body ?? `template:${s.body?.template?.name}`);
   const failedExecution = (externalId: string) =>

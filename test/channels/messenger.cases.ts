@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
-import { type FakeMeta, hubSignature, startFakeMeta } from '../helpers/fake-meta';
+import { type FakeMeta, startFakeMeta, postSignedHook } from '../helpers/fake-meta';
 import { startTestWorker, type TestWorker } from '../helpers/temporal';
 import { waitFor } from '../helpers/wait';
 import { createActiveWorkflow } from '../executions/helpers';
@@ -37,8 +37,7 @@ describe('Messenger', () => {
   let page: { id: string; webhook_url: string };
 
   const hook = (id: string, body: unknown, secret = APP_SECRET) => {
-    const raw = JSON.stringify(body);
-    return t.request.post(`/hooks/channels/${id}`).set('Content-Type', 'application/json').set('X-Hub-Signature-256', hubSignature(secret, raw)).send(raw);
+    return postSignedHook(t.request, id, body, secret);
   };
   const sendsTo = (psid: string) => meta.sends.filter((s) => s.status === 200 && s.body?.recipient?.id === psid);
   const textsTo = (psid: string) => sendsTo(psid).map((s) => s.body?.message?.text);

@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { createLogger } from '../../src/logger';
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
-import { type FakeMeta, graphError, hubSignature, instagramMessage, startFakeMeta, whatsAppMessage, whatsAppText } from '../helpers/fake-meta';
+import { type FakeMeta, graphError, instagramMessage, startFakeMeta, whatsAppMessage, whatsAppText, postSignedHook } from '../helpers/fake-meta';
 import { startTestWorker, type TestWorker } from '../helpers/temporal';
 import { waitFor } from '../helpers/wait';
 import { createActiveWorkflow } from '../executions/helpers';
@@ -28,8 +28,7 @@ describe('Meta conversations', () => {
   const lines: string[] = [];
 
   const hook = (id: string, body: unknown, secret: string) => {
-    const raw = JSON.stringify(body);
-    return t.request.post(`/hooks/channels/${id}`).set('Content-Type', 'application/json').set('X-Hub-Signature-256', hubSignature(secret, raw)).send(raw);
+    return postSignedHook(t.request, id, body, secret);
   };
   const sendsTo = (to: string) => meta.sends.filter((s) => s.status === 200 && (s.body?.to === to || s.body?.recipient?.id === to));
   const textsTo = (to: string) => sendsTo(to).map((s) => s.body?.text?.body ?? s.body?.message?.text ?? `template:${s.body?.template?.name}`);

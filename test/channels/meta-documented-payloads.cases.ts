@@ -8,7 +8,7 @@
  */
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
-import { type FakeMeta, hubSignature, startFakeMeta, whatsAppText } from '../helpers/fake-meta';
+import { type FakeMeta, startFakeMeta, whatsAppText, postSignedHook } from '../helpers/fake-meta';
 import { metaDocumentedPayload } from '../helpers/meta-spec-examples';
 import { startTestWorker, type TestWorker } from '../helpers/temporal';
 import { waitFor } from '../helpers/wait';
@@ -29,8 +29,7 @@ describe("Meta's documented webhook bodies beyond the spec", () => {
   let ig: string;
 
   const hook = async (id: string, body: unknown) => {
-    const raw = JSON.stringify(body);
-    const res = await t.request.post(`/hooks/channels/${id}`).set('Content-Type', 'application/json').set('X-Hub-Signature-256', hubSignature(SECRET, raw)).send(raw);
+    const res = await postSignedHook(t.request, id, body, SECRET);
     expect(res.status).toBe(200);
     return res.body.data as { messages: number; duplicates: number; statuses: number; ignored: number; failed: number };
   };

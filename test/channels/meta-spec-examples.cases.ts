@@ -14,7 +14,7 @@
  * is asserted in meta-spec-gaps.cases.ts (issue #46), and fixed.
  */
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
-import { type FakeMeta, hubSignature, startFakeMeta } from '../helpers/fake-meta';
+import { type FakeMeta, startFakeMeta, postSignedHook } from '../helpers/fake-meta';
 import { firstMessage, metaWebhookExamples, toPhoneNumber } from '../helpers/meta-spec-examples';
 
 const SECRET = 'spec-app-secret';
@@ -44,8 +44,7 @@ describe("Meta's OpenAPI webhook examples replayed through the hook", () => {
     const phoneNumberId = String(106540352242000 + next++);
     const created = await t.request.post('/v1/channels').set(bearer(admin)).send({ type: 'whatsapp_cloud', name: 'WA', config: { phone_number_id: phoneNumberId, access_token: 'tok', app_secret: SECRET } });
     expect(created.status).toBe(201);
-    const raw = JSON.stringify(toPhoneNumber(example, phoneNumberId));
-    const res = await t.request.post(`/hooks/channels/${created.body.data.id}`).set('Content-Type', 'application/json').set('X-Hub-Signature-256', hubSignature(SECRET, raw)).send(raw);
+    const res = await postSignedHook(t.request, created.body.data.id, toPhoneNumber(example, phoneNumberId), SECRET);
     const messages = await t.query<Replayed['messages'][number]>(
       'select m.text, m.direction, m.metadata, m.provider_message_id, c.external_id, c.name from messages m join customers c on c.id = m.customer_id where m.organization_id = ? order by m.created_at',
       [org],

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { loadConfig } from '../../src/config';
 import { createActivities } from '../../temporal/activities';
 import { bearer, createTestApp, type TestApp } from '../helpers/app';
-import { type FakeMeta, hubSignature, startFakeMeta, whatsAppText } from '../helpers/fake-meta';
+import { type FakeMeta, startFakeMeta, whatsAppText, postSignedHook } from '../helpers/fake-meta';
 import { firstMessage, metaDocumentedPayload, metaWebhookExamples, toPhoneNumber } from '../helpers/meta-spec-examples';
 import { META_OPENAPI, loadSpec } from '../helpers/openapi-request-validator';
 import { startTestWorker, type TestWorker } from '../helpers/temporal';
@@ -40,8 +40,7 @@ describe('issue #46 gaps', () => {
   let replays = 0;
 
   const hook = async (id: string, body: unknown) => {
-    const raw = JSON.stringify(body);
-    const res = await t.request.post(`/hooks/channels/${id}`).set('Content-Type', 'application/json').set('X-Hub-Signature-256', hubSignature(SECRET, raw)).send(raw);
+    const res = await postSignedHook(t.request, id, body, SECRET);
     expect(res.status).toBe(200);
     return res.body.data as { messages: number; duplicates: number; statuses: number; ignored: number; failed: number };
   };

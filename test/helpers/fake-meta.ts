@@ -10,6 +10,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { type Answer, type RecordedRequest, startFakeHttpServer } from './fake-http-server';
 import { specConformance } from './spec-conformance';
+import type { TestApp } from './app';
 
 export interface GraphSend {
   /** The Graph node the message was sent from (phone_number_id or Instagram account id). */
@@ -84,6 +85,12 @@ export type FakeMeta = Awaited<ReturnType<typeof startFakeMeta>>;
 
 /** `X-Hub-Signature-256` of a raw body, as Meta computes it. */
 export const hubSignature = (appSecret: string, raw: string) => `sha256=${createHmac('sha256', appSecret).update(raw).digest('hex')}`;
+
+/** POSTs `body` to a connection's hook as Meta does: the raw JSON, signed with the app secret. */
+export function postSignedHook(request: TestApp['request'], channelId: string, body: unknown, appSecret: string) {
+  const raw = JSON.stringify(body);
+  return request.post(`/hooks/channels/${channelId}`).set('Content-Type', 'application/json').set('X-Hub-Signature-256', hubSignature(appSecret, raw)).send(raw);
+}
 
 const unix = (d = new Date()) => String(Math.floor(d.getTime() / 1000));
 
