@@ -5,8 +5,8 @@
  * ai_response 4; docs/outages.md). A retried send reuses the step's Idempotency-Key and
  * the transcript holds the message once.
  *
- * Timeouts are configured at their minimum (CHANNEL_PROVIDER_TIMEOUT_MS, AI_MODEL_TIMEOUT_MS);
- * the budgets' backoff is fixed (about 7 s until the last attempt), so the two
+ * Timeouts are short (CHANNEL_PROVIDER_TIMEOUT_MS, AI_MODEL_TIMEOUT_MS: 2 s), yet long enough
+ * that a loaded CI machine answering a scripted 5xx late is not read as a timeout; the budgets' backoff is fixed (about 7 s until the last attempt), so the two
  * budget-exhaustion cases share one test and wait together.
  */
 import http from 'node:http';
@@ -64,9 +64,9 @@ describe('provider and model errors', () => {
     model = await startModel();
     t = await createTestApp({
       CHANNEL_PROVIDER_URL: provider.url,
-      CHANNEL_PROVIDER_TIMEOUT_MS: '300',
+      CHANNEL_PROVIDER_TIMEOUT_MS: '2000',
       AI_MODEL_URL: model.url,
-      AI_MODEL_TIMEOUT_MS: '300',
+      AI_MODEL_TIMEOUT_MS: '2000',
     });
     worker = await startTestWorker({ taskQueue: t.config.TEMPORAL_TASK_QUEUE, activities: createActivities({ services: t.services }) });
     key = (await t.createKey('admin')).key;
