@@ -17,11 +17,11 @@ module.exports = {
       name: 'lower-layers-do-not-import-modules',
       severity: 'error',
       comment:
-        'src/db, src/http, src/credentials, config, logger and errors sit below the modules: they receive what they need from above ' +
-        '(entity lists, authenticators) instead of importing a module.',
-      from: { path: '^src/(db/|http/|credentials/|config[.]ts$|logger[.]ts$|errors[.]ts$)' },
+        'src/db, src/http, src/storage, src/credentials, the Services bag, config, logger and errors sit below the modules: ' +
+        'they receive what they need from above (the ORM built with the entity list, authenticators) instead of importing a module.',
+      from: { path: '^src/(db/|http/|storage/|credentials/|(services|config|logger|errors)[.]ts$)' },
       // The composition files reach every module, so they count as modules here.
-      to: { path: ['^src/modules/', '^src/(services|entities|app|main)[.]ts$'] },
+      to: { path: ['^src/modules/', '^src/(entities|app|main)[.]ts$'] },
     },
     {
       name: 'workflows-stay-in-the-sandbox',

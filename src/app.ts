@@ -20,7 +20,8 @@ import { deferInputRefusal, inputGuard, refusesAfterAuthentication } from './htt
 import { requestContext, withNotFoundFallback } from './http/middleware';
 import { generateDocument, OpenAPIRegistry, registerOperationalDocs } from './http/openapi';
 import { routeByPrefix } from './http/prefix-router';
-import { forwardedByTrustedProxies, parseTrustProxy } from './http/trusted-proxies';
+import { forwardedByTrustedProxies } from './http/trusted-proxies';
+import { parseTrustProxy } from './proxy-trust';
 import { Authenticator } from './http/auth';
 import { type AnyRoute, mountRoutes } from './http/route';
 import { type ApiKeyVerifier, createApiKeyVerifier } from './modules/api-keys/api-key-verifier';

@@ -4,7 +4,7 @@
  * with a message naming the variable.
  */
 import { z } from 'zod';
-import { parseTrustProxy } from './http/trusted-proxies';
+import { parseTrustProxy } from './proxy-trust';
 import { readFileSync } from 'node:fs';
 import { parseKeyring, parseSecretsKey } from './secrets';
 
@@ -166,7 +166,7 @@ export const envSchema = z.object({
   /**
    * Which senders' X-Forwarded-For / -Proto / -Host are believed: unset trusts none; a
    * number trusts that many proxy hops; otherwise addresses and CIDR ranges (comma-separated,
-   * or loopback, linklocal, uniquelocal). See src/http/trusted-proxies.ts.
+   * or loopback, linklocal, uniquelocal). See src/proxy-trust.ts.
    */
   TRUST_PROXY: z.string().default('').superRefine((value, ctx) => {
     try {

@@ -11,14 +11,13 @@ import type { Config } from './config';
 import { DependencyMonitor } from './dependency-monitor';
 import { type Endpoints, endpointsFromConfig } from './failures';
 import { createHotPool, type HotPool } from './db/hot-query';
-import { createOrm, type Orm } from './db/orm';
-import { entities } from './entities';
+import type { Orm } from './db/orm';
 import { IdempotencyStore } from './http/idempotency';
 import { type LimitName, type LimitRule, limitRulesFromConfig, RateLimiter } from './http/rate-limit';
 import { BackgroundTasks } from './background-tasks';
 import { createLogger, type Logger } from './logger';
 import { createLazyTemporalClient, createTemporalClient, isTemporalReachable, type TemporalClient } from './temporal-client';
-import { createFileStorage, type FileStorage } from './modules/files/file-storage';
+import { createFileStorage, type FileStorage } from './storage/file-storage';
 
 export interface HttpMetrics {
   registry: Registry;
@@ -106,9 +105,8 @@ function createMetrics(): HttpMetrics {
   };
 }
 
-export async function createServices(config: Config, overrides: { logger?: Logger; orm?: Orm } = {}): Promise<Services> {
-  const logger = overrides.logger ?? createLogger(config.LOG_LEVEL);
-  const orm = overrides.orm ?? (await createOrm(entities, config.DATABASE_URL, config.DATABASE_POOL_MAX, config.DATABASE_ACQUIRE_TIMEOUT_MS));
+/** The ORM comes from the caller, which knows the process's entities (src/entities.ts) and migrates first. */
+export async function createServices(config: Config, { orm, logger = createLogger(config.LOG_LEVEL) }: { orm: Orm; logger?: Logger }): Promise<Services> {
   const redis = createRedis(config.REDIS_URL);
   redis.on('error', () => {
     // Reported by the rate limiter and /readyz; ioredis reconnects by itself.

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { loadConfig } from '../../src/config';
-import { createFileStorage, type FileStorage, LocalFileStorage } from '../../src/modules/files/file-storage';
+import { createFileStorage, type FileStorage, LocalFileStorage } from '../../src/storage/file-storage';
 import { startTestS3, type TestS3 } from '../helpers/s3';
 
 // Generous: a loaded machine slows the local S3 server a lot; the bound only stops a hang.

@@ -1,5 +1,5 @@
 import { ConfigError, loadConfig } from '../../src/config';
-import { clientAddress, parseTrustProxy, trustsPeer } from '../../src/http/trusted-proxies';
+import { clientAddress, parseTrustProxy, trustsPeer } from '../../src/proxy-trust';
 
 describe('TRUST_PROXY', () => {
   it('trusts no one by default: the socket peer is the client whatever X-Forwarded-For says', () => {

@@ -24,7 +24,7 @@ import type { Logger } from '../../logger';
 import type { Config } from '../../config';
 import type { Orm } from '../../db/orm';
 import { SCOPES } from '../../credentials/scopes';
-import { parseTrustProxy } from '../../http/trusted-proxies';
+import { parseTrustProxy } from '../../proxy-trust';
 import { randomBase62 } from '../../ids';
 import { User } from '../users/user.entity';
 import { PgOAuthAdapter } from './oauth-adapter';

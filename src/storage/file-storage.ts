@@ -12,7 +12,7 @@ import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import type { FileDownload, FileStorage, StoredFile } from './file-storage-contract';
 
 export type { FileDownload, FileStorage, StoredFile } from './file-storage-contract';
