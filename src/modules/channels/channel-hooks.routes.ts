@@ -234,21 +234,24 @@ export function registerChannelHookDocs(registry: OpenAPIRegistry): void {
       200: { description: 'The challenge, echoed', headers: responseHeaders([]), content: { 'text/plain': { schema: z.string() } } },
       400: error('INVALID_REQUEST: NUL characters in the query'),
       403: error('INVALID_VERIFY_TOKEN'),
-      404: error('CHANNEL_NOT_FOUND: no such WhatsApp or Instagram connection'),
+      404: error('CHANNEL_NOT_FOUND: no such connection with a hook here'),
+      405: error('METHOD_NOT_ALLOWED: a twilio_messaging connection (Twilio only posts)'),
     },
   });
   registry.registerPath({
     method: 'post',
     path: '/hooks/channels/{channel_id}',
     operationId: 'receiveChannelHook',
-    summary: 'Receive WhatsApp Cloud API or Instagram Messaging webhooks: customer messages and delivery statuses',
+    summary: 'Receive a channel provider\'s webhooks (Meta, Twilio): customer messages and delivery statuses',
     description:
       'Signed by Meta: `X-Hub-Signature-256: sha256=<lowercase hex HMAC-SHA256 of the raw body keyed with the app secret>`. ' +
       'WhatsApp `entry[].changes[].value.messages[]` and Instagram `entry[].messaging[]` are processed as `POST /v1/messages` ' +
       '(a repeated wamid / mid changes nothing); WhatsApp `value.statuses[]` update the delivery status of our outbound messages. ' +
       'Always 200 once verified and committed, also when an item could not be processed (logged). ' +
       'A `twilio_voice` connection\'s hook takes Twilio\'s form-encoded call requests here and answers TwiML (`text/xml`), ' +
-      'as `receiveVoiceHook` describes; a Twilio request whose `X-Twilio-Signature` does not hold is a 403.',
+      'as `receiveVoiceHook` describes. A `twilio_messaging` connection\'s hook takes Twilio\'s form-encoded incoming messages ' +
+      '(`MessageSid`, `From`, `To`, `Body`, `NumMedia`…: processed as `POST /v1/messages`) and status callbacks (`MessageStatus`, `ErrorCode`: ' +
+      'delivery statuses of our sends), and answers an empty TwiML `<Response/>`. A Twilio request whose `X-Twilio-Signature` does not hold is a 403.',
     tags: ['Channels'],
     security: [],
     request: {
@@ -257,7 +260,9 @@ export function registerChannelHookDocs(registry: OpenAPIRegistry): void {
       body: {
         content: {
           'application/json': { schema: z.object({ object: z.enum(['whatsapp_business_account', 'instagram', 'page']), entry: z.array(z.record(z.string(), z.unknown())) }) },
-          'application/x-www-form-urlencoded': { schema: z.record(z.string(), z.string()).openapi({ description: "Twilio's call parameters (twilio_voice connections; see receiveVoiceHook)" }) },
+          'application/x-www-form-urlencoded': {
+            schema: z.record(z.string(), z.string()).openapi({ description: "Twilio's parameters: a call's (twilio_voice connections; see receiveVoiceHook), or an incoming message's or a message status callback's (twilio_messaging)" }),
+          },
         },
       },
     },
@@ -277,10 +282,10 @@ export function registerChannelHookDocs(registry: OpenAPIRegistry): void {
               }),
             }),
           },
-          'text/xml': { schema: z.string().openapi({ description: 'TwiML, to a twilio_voice connection\'s call request' }) },
+          'text/xml': { schema: z.string().openapi({ description: 'TwiML: the answer to a twilio_voice connection\'s call request, or an empty `<Response/>` to a twilio_messaging request' }) },
         },
       },
-      400: error('INVALID_REQUEST: not valid JSON (before the signature), NUL characters or too deep (before), or not a Meta webhook object (after)'),
+      400: error('INVALID_REQUEST: not valid JSON (before the signature), NUL characters or too deep (before), or not a Meta webhook object or a Twilio message request (after)'),
       401: error('INVALID_SIGNATURE'),
       403: error('INVALID_SIGNATURE or WRONG_NUMBER: a Twilio request not signed for this URL, or a call to another number than the connection\'s'),
       404: error('CHANNEL_NOT_FOUND'),

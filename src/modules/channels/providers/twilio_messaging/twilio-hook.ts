@@ -51,7 +51,7 @@ function placeholderOf(p: Params): string {
 
 function inboundOf(c: ChannelConnection, p: Params, sid: string): InboundItem {
   const channel = c.config.channel!;
-  const metadata: Record<string, unknown> = { type: 'text', message_sid: sid };
+  const metadata: Record<string, unknown> = { type: 'text' };
   const media = Array.from({ length: Math.min(Number(p.NumMedia ?? 0) || 0, MEDIA_MAX) }, (_, i) => ({ url: p[`MediaUrl${i}`] ?? null, content_type: p[`MediaContentType${i}`] ?? null }));
   if (media.length > 0) metadata.media = media;
   // A WhatsApp quick-reply button: its text is what the customer chose.
