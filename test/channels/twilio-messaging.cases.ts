@@ -145,6 +145,18 @@ describe('Twilio Messaging', () => {
     expect(outbound[1]).toMatchObject({ text: 'Your email?', delivery_status: 'failed', error: { code: 30003, title: 'Twilio: undelivered' } });
   });
 
+  it("Twilio's refusals mean what they say: 21610 (the recipient replied STOP) fails the step channel_undeliverable, without retrying", async () => {
+    const customer = '+14155550127';
+    const toCustomer = (r: { path: string; raw: string }) => r.path.endsWith('/Messages.json') && new URLSearchParams(r.raw).get('To') === customer;
+    twilio.script(toCustomer, { status: 400, body: { code: 21610, message: 'Attempt to send to unsubscribed recipient', more_info: 'https://www.twilio.com/docs/errors/21610', status: 400 } });
+    await smsFrom(customer, 'order').expect(200);
+    const execution = await finished(customer, 'sms');
+    expect(execution.status).toBe('failed');
+    const [step] = await t.query<{ error_type: string; error_message: string }>("select error_type, error_message from execution_steps where execution_id = ? and status = 'failed'", [execution.id]);
+    expect(step).toEqual({ error_type: 'channel_undeliverable', error_message: expect.stringContaining('21610') });
+    expect(twilio.arrived.filter(toCustomer)).toHaveLength(1);
+  });
+
   it('refuses a request not signed with the Auth Token (403) and records nothing; a JSON body is not Twilio’s (415)', async () => {
     const before = await counts();
     const forged = await smsFrom('+14155550125', 'order', 'not-the-auth-token');

@@ -129,8 +129,6 @@ async function receive(ctx: Context, services: InboundServices, hooked: Hooked):
   }
 }
 
-type Summary = HookSummary;
-
 /**
  * The connection an item is for: one app webhook serves every number (page, account) of the
  * business, so each item names its own (`to`: WhatsApp's `metadata.phone_number_id`,
@@ -149,7 +147,7 @@ function itemRouter(services: Services, hooked: ChannelConnection, log: Services
   };
 }
 
-async function processContent(services: InboundServices, hooked: ChannelConnection, content: ParsedHook, summary: Summary, log: Services['logger']) {
+async function processContent(services: InboundServices, hooked: ChannelConnection, content: ParsedHook, summary: HookSummary, log: Services['logger']) {
   summary.ignored += content.ignored;
   const em = services.orm.em.fork();
   const route = itemRouter(services, hooked, log);

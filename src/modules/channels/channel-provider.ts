@@ -98,7 +98,7 @@ export interface ChannelHook {
   answer?(summary: HookSummary): HookHandshakeAnswer;
   /** GET: the provider's subscription handshake; throws a 403 AppError when it does not hold. */
   handshake(req: HookRequest, secret: (name: ChannelSecretName) => string | undefined): HookHandshakeAnswer;
-  /** POST: the signature (and replay) rules; throws a 401 AppError when the body is not the provider's. */
+  /** POST: the signature (and replay) rules; throws a 401 AppError (Twilio's: 403) when the body is not the provider's. */
   verify(req: HookRequest, secret: (name: ChannelSecretName) => string | undefined): void;
   /**
    * POST, once verified: the body as inbound content, and how many items (entries) it held;

@@ -103,7 +103,7 @@ export class ChannelService {
       if (shown.channel) c.channel = shown.channel;
       c.secrets = { ...c.secrets, ...sealed };
       // A new token is the answer to `unauthorized`.
-      if (sealed.access_token && c.status === 'unauthorized') c.status = 'active';
+      if ((sealed.access_token || sealed.auth_token) && c.status === 'unauthorized') c.status = 'active';
     }
     if (input.status !== undefined) c.status = input.status;
     await flushOrConflict(this.em, nameTaken);
