@@ -21,7 +21,7 @@ import type { ChannelHook, InboundItem, ParsedHook, StatusItem } from '../../cha
 import type { DeliveryStatus } from '../../../conversations/message-deliveries';
 import { addressOf, customerIdOf } from './twilio-addresses';
 
-export const TWILIO_SIGNATURE_HEADER = 'x-twilio-signature';
+const TWILIO_SIGNATURE_HEADER = 'x-twilio-signature';
 
 /** Twilio's message statuses that are ours to show; `queued`, `sending`, `accepted`, `scheduled` (before `sent`) are ignored. */
 const STATUSES: Record<string, DeliveryStatus> = {
