@@ -49,7 +49,7 @@ import { workflowRoutes } from './modules/workflows/workflow.routes';
 import { webhookRoutes } from './modules/webhooks/webhook.routes';
 import { analyticsRoutes } from './modules/analytics/analytics.routes';
 import { channelRoutes } from './modules/channels/channel.routes';
-import { channelHooksRouter, registerChannelHookDocs } from './modules/channels/channel-hooks.routes';
+import { channelFormHooks, channelHooksRouter, registerChannelHookDocs } from './modules/channels/channel-hooks.routes';
 import { registerVoiceHookDocs, voiceHooks } from './modules/channels/providers/twilio_voice/voice-hooks.routes';
 import { registerWebhookEventDocs } from './modules/webhooks/webhook.events-doc';
 import { metricsExposition, type Services } from './services';
@@ -143,6 +143,8 @@ export function createApp(services: ApiServices) {
   app.use(oauthMiddleware(services));
   // Twilio's voice hook takes form bodies and answers TwiML.
   app.use(voiceHooks(services));
+  // Channel providers that post forms (Twilio Messaging) at the one channel hook route.
+  app.use(channelFormHooks(services));
   app.use(jsonBodyThenInputGuard);
   // All the routers in one, each request tested against the few routes of its path prefix.
   app.use(withNotFoundFallback(routeByPrefix([...EXTRA_ROUTER_FACTORIES.map((f) => f(services)), router])));

@@ -110,7 +110,7 @@ export const configDocs: Record<string, VariableDoc> = {
   META_GRAPH_API_URL: { description: 'Graph API base (with its version) of WhatsApp Cloud API connections and of Instagram connections with `login: facebook` ([channels.md](channels.md))' },
   INSTAGRAM_GRAPH_API_URL: { description: 'Graph API base (with its version) of Instagram connections with `login: instagram` ([channels.md](channels.md))' },
   TWILIO_API_URL: {
-    description: 'Twilio REST API base read by the `/test` of `twilio_voice` connections ([channels.md](channels.md#voice-twilio))',
+    description: 'Twilio REST API base: the `/test` of `twilio_voice` and `twilio_messaging` connections, and the sends of `twilio_messaging` (`Messages.json`) ([channels.md](channels.md#twilio-messaging-twilio_messaging))',
   },
   VOICE_ANSWER_BUDGET_MS: {
     description: 'how long a voice hook request waits for the execution\'s next wait before answering `<Pause length="1"/><Redirect>`',

@@ -1307,8 +1307,8 @@ export interface paths {
         get: operations["verifyChannelHook"];
         put?: never;
         /**
-         * Receive WhatsApp Cloud API or Instagram Messaging webhooks: customer messages and delivery statuses
-         * @description Signed by Meta: `X-Hub-Signature-256: sha256=<lowercase hex HMAC-SHA256 of the raw body keyed with the app secret>`. WhatsApp `entry[].changes[].value.messages[]` and Instagram `entry[].messaging[]` are processed as `POST /v1/messages` (a repeated wamid / mid changes nothing); WhatsApp `value.statuses[]` update the delivery status of our outbound messages. Always 200 once verified and committed, also when an item could not be processed (logged). A `twilio_voice` connection's hook takes Twilio's form-encoded call requests here and answers TwiML (`text/xml`), as `receiveVoiceHook` describes; a Twilio request whose `X-Twilio-Signature` does not hold is a 403.
+         * Receive a channel provider's webhooks (Meta, Twilio): customer messages and delivery statuses
+         * @description Signed by Meta: `X-Hub-Signature-256: sha256=<lowercase hex HMAC-SHA256 of the raw body keyed with the app secret>`. WhatsApp `entry[].changes[].value.messages[]` and Instagram `entry[].messaging[]` are processed as `POST /v1/messages` (a repeated wamid / mid changes nothing); WhatsApp `value.statuses[]` update the delivery status of our outbound messages. Always 200 once verified and committed, also when an item could not be processed (logged). A `twilio_voice` connection's hook takes Twilio's form-encoded call requests here and answers TwiML (`text/xml`), as `receiveVoiceHook` describes. A `twilio_messaging` connection's hook takes Twilio's form-encoded incoming messages (`MessageSid`, `From`, `To`, `Body`, `NumMedia`…: processed as `POST /v1/messages`) and status callbacks (`MessageStatus`, `ErrorCode`: delivery statuses of our sends), and answers an empty TwiML `<Response/>`. A Twilio request whose `X-Twilio-Signature` does not hold is a 403.
          */
         post: operations["receiveChannelHook"];
         delete?: never;
@@ -2388,7 +2388,7 @@ export interface components {
             success_rate: number | null;
         };
         /** @enum {string} */
-        Channel: "whatsapp" | "instagram" | "voice" | "messenger";
+        Channel: "whatsapp" | "instagram" | "voice" | "messenger" | "sms";
         WorkflowDetail: components["schemas"]["Workflow"] & {
             configuration: components["schemas"]["WorkflowConfiguration"];
             revision: number;
@@ -4049,17 +4049,17 @@ export interface components {
             /** @example chn_4f9Qk2R7sT1uVwXyZ0aB */
             id: string;
             /** @enum {string} */
-            type: "whatsapp_cloud" | "instagram" | "http" | "twilio_voice" | "messenger";
+            type: "whatsapp_cloud" | "instagram" | "http" | "twilio_voice" | "messenger" | "twilio_messaging";
             channel: components["schemas"]["Channel"];
             name: string;
             /** @enum {string} */
             status: "active" | "disabled" | "unauthorized";
-            /** @description The non-secret fields only: phone_number_id, instagram_account_id, url and channel, or account_sid and phone_number */
+            /** @description The non-secret fields only: phone_number_id, instagram_account_id, page_id, url and channel, or account_sid, phone_number (and channel, messaging_service_sid: twilio_messaging) */
             config: {
                 [key: string]: string;
             };
             /**
-             * @description The callback URL to paste into Meta's console, or into the Twilio number's voice webhooks (null for http connections)
+             * @description The callback URL to paste into Meta's console, or into the Twilio number's voice or messaging webhooks (null for http connections)
              * @example https://api.example.com/hooks/channels/chn_4f9Qk2R7sT1uVwXyZ0aB
              */
             webhook_url: string | null;
@@ -4143,6 +4143,28 @@ export interface components {
                  */
                 message_tag?: "HUMAN_AGENT" | "CONFIRMED_EVENT_UPDATE" | "POST_PURCHASE_UPDATE" | "ACCOUNT_UPDATE";
             };
+        } | {
+            /** @enum {string} */
+            type: "twilio_messaging";
+            name: string;
+            config: {
+                /** @example ACa1b2c3d4e5f60718293a4b5c6d7e8f90 */
+                account_sid: string;
+                /** @description The account's Auth Token: sends are authenticated and X-Twilio-Signature of every hook is checked with it. Write-only: never returned. */
+                auth_token: string;
+                /**
+                 * @description The conversation channel: `sms`, or `whatsapp` (WhatsApp through Twilio, addresses `whatsapp:+E164`)
+                 * @enum {string}
+                 */
+                channel: "sms" | "whatsapp";
+                /**
+                 * @description The sender: a Twilio number (SMS), or the WhatsApp sender registered at Twilio, E.164
+                 * @example +14155550100
+                 */
+                phone_number?: string;
+                /** @description Sends through this Messaging Service (its sender pool); its incoming messages are this connection’s */
+                messaging_service_sid?: string;
+            };
         };
         ChannelConnectionUpdate: {
             name?: string;
@@ -4180,7 +4202,7 @@ export interface components {
                 secret?: string;
                 /** @example ACa1b2c3d4e5f60718293a4b5c6d7e8f90 */
                 account_sid?: string;
-                /** @description The account's Auth Token: X-Twilio-Signature of every call request is checked with it. Write-only: never returned. */
+                /** @description Write-only: never returned. */
                 auth_token?: string;
                 /** @example +14155550100 */
                 phone_number?: string;
@@ -4189,6 +4211,8 @@ export interface components {
                  * @enum {string}
                  */
                 message_tag?: "HUMAN_AGENT" | "CONFIRMED_EVENT_UPDATE" | "POST_PURCHASE_UPDATE" | "ACCOUNT_UPDATE";
+                /** @description Sends through this Messaging Service (its sender pool); its incoming messages are this connection’s */
+                messaging_service_sid?: string;
             };
         };
         ChannelConnectionTest: {
@@ -12341,7 +12365,7 @@ export interface operations {
                 end_date?: string;
                 /** @description `new`, `returning`, or a customer tag */
                 customer_segment?: string;
-                channel?: "whatsapp" | "instagram" | "voice" | "messenger";
+                channel?: "whatsapp" | "instagram" | "voice" | "messenger" | "sms";
             };
             header?: never;
             path?: never;
@@ -12649,7 +12673,7 @@ export interface operations {
         parameters: {
             query?: {
                 workflow_id?: string;
-                channel?: "whatsapp" | "instagram" | "voice" | "messenger";
+                channel?: "whatsapp" | "instagram" | "voice" | "messenger" | "sms";
                 /** @description Adds system_metrics; needs the admin scope */
                 include_system?: "true" | "false";
             };
@@ -12797,7 +12821,7 @@ export interface operations {
         parameters: {
             query?: {
                 workflow_id?: string;
-                channel?: "whatsapp" | "instagram" | "voice" | "messenger";
+                channel?: "whatsapp" | "instagram" | "voice" | "messenger" | "sms";
                 /** @description Adds system_metrics; needs the admin scope */
                 include_system?: "true" | "false";
             };
@@ -16922,7 +16946,7 @@ export interface operations {
                 page?: number;
                 /** @description Items per page, 1 to 100 */
                 limit?: number;
-                type?: "whatsapp_cloud" | "instagram" | "http" | "twilio_voice" | "messenger";
+                type?: "whatsapp_cloud" | "instagram" | "http" | "twilio_voice" | "messenger" | "twilio_messaging";
                 channel?: components["schemas"]["Channel"];
                 status?: "active" | "disabled" | "unauthorized";
             };
@@ -17974,8 +17998,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description CHANNEL_NOT_FOUND: no such WhatsApp or Instagram connection */
+            /** @description CHANNEL_NOT_FOUND: no such connection with a hook here */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description METHOD_NOT_ALLOWED: a twilio_messaging connection (Twilio only posts) */
+            405: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -18031,7 +18065,7 @@ export interface operations {
                     "text/xml": string;
                 };
             };
-            /** @description INVALID_REQUEST: not valid JSON (before the signature), NUL characters or too deep (before), or not a Meta webhook object (after) */
+            /** @description INVALID_REQUEST: not valid JSON (before the signature), NUL characters or too deep (before), or not a Meta webhook object or a Twilio message request (after) */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -24,7 +24,7 @@ import type { ExecutionContext } from '../executions/execution.recorder';
 import type { ExecutionSink, SendReceipt } from '../executions/execution-sink';
 import { ChannelConnection } from './channel.entity';
 import { ChannelService } from './channel.service';
-import type { ChannelSend, ProviderFailure, SendTarget } from './channel-provider';
+import { type ChannelSend, hasCustomerServiceWindow, type ProviderFailure, type SendTarget } from './channel-provider';
 import { providerOf } from './providers';
 import { customerServiceWindowMsOf } from '../../config';
 import { inboundConnectionSql, recipientOf, recordSent } from './message-status.writes';
@@ -155,7 +155,7 @@ export class ChannelDelivery {
     const [customer] = known ? [known] : customerId ? await recipientOf(this.em(), c.id, customerId) : [];
     if (!customer) throw rejected(ChannelErrorTypes.undeliverable, 'there is no customer to send to');
     const last = customer.last_inbound_at ? new Date(customer.last_inbound_at) : undefined;
-    const open = !providerOf(c.type).customerServiceWindow || (last !== undefined && Date.now() - last.getTime() < customerServiceWindowMsOf(this.services.config));
+    const open = !hasCustomerServiceWindow(providerOf(c.type), c) || (last !== undefined && Date.now() - last.getTime() < customerServiceWindowMsOf(this.services.config));
     return { to: customer.external_id, last, open };
   }
 
@@ -178,7 +178,7 @@ export class ChannelDelivery {
       throw await this.failed(c, failure, err);
     }
     if (providerMessageId) await recordSent(em, { organizationId: ctx.organizationId, connectionId: c.id, dedupeKey: msg.dedupeKey, providerMessageId });
-    return provider.customerServiceWindow && check.open ? { windowClosesAt: check.last!.getTime() + customerServiceWindowMsOf(this.services.config) } : {};
+    return hasCustomerServiceWindow(provider, c) && check.open ? { windowClosesAt: check.last!.getTime() + customerServiceWindowMsOf(this.services.config) } : {};
   }
 
   /** What a provider's failure does: retried (thrown as is), or the step's final error (a refused token marking the connection). */

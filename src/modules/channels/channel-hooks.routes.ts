@@ -4,18 +4,22 @@
  * (providers/index.ts), which proves it came from the provider instead.
  *
  * - GET: the provider's subscription handshake (Meta: providers/meta/meta-hook.ts).
- * - POST: the provider's signature rules (401 and nothing recorded when they fail), then its
- *   parse of the body. The body bounds of the input guard (size, nesting, NUL) apply before,
- *   as for trigger hooks. Each customer
+ * - POST: the provider's signature rules (401, or Twilio's 403, and nothing recorded when they
+ *   fail), then its parse of the body. JSON bodies: the body bounds of the input guard (size,
+ *   nesting, NUL) apply before, as for trigger hooks. Form bodies (a provider with
+ *   `hook.body: 'form'`, Twilio Messaging): parsed by `channelFormHooks` before the JSON body
+ *   layer, 64 KiB at most, no NUL characters, and answered as the provider says. Each customer
  *   message goes through the per-organization intake and `receiveMessage`, the very path of
  *   `POST /v1/messages` (fair share, keyword triggers, form replies, customer creation,
  *   redeliveries by provider message id); each
- *   WhatsApp delivery status moves its outbound message forward. The answer is 200 as soon
+ *   delivery status moves its outbound message forward. The answer is 200 as soon
  *   as the rows are committed; a message that cannot be processed is logged and still
  *   acknowledged, or Meta would redeliver the body for days.
  */
 import Router from '@koa/router';
-import type { Context } from 'koa';
+import type { Context, Next } from 'koa';
+import { koaBody } from 'koa-body';
+import { AppError } from '../../http/errors';
 import { ErrorOut, type OpenAPIRegistry, responseHeaders } from '../../http/openapi';
 import { z } from '../../http/zod';
 import type { Services } from '../../services';
@@ -23,52 +27,92 @@ import type { InboundServices } from '../inbound/inbound-state';
 import { receiveMessage } from '../inbound/message.service';
 import { applyIdentityChange } from '../customers/customer-identity';
 import { ChannelConnection, type ChannelSecretName } from './channel.entity';
-import type { ChannelHook, HookRequest, ParsedHook } from './channel-provider';
+import type { ChannelHook, HookRequest, HookSummary, ParsedHook } from './channel-provider';
 import { providerOf } from './providers';
 import { ownsProviderId } from './providers/meta/meta-hook';
 import { ChannelService, channelNotFound } from './channel.service';
 import { applyDeliveryStatus, recordInboundTime } from './message-status.writes';
 
 const ID_PATTERN = /^chn_[A-Za-z0-9]{1,60}$/;
+const FORM_PATH = /^\/hooks\/channels\/([^/]*)$/;
+/** A provider's form fields are small (Twilio's message parameters): far below the JSON bound. */
+const MAX_FORM_BYTES = 64 * 1024;
+const parseForm = koaBody({ json: false, urlencoded: true, multipart: false, text: false, formLimit: MAX_FORM_BYTES, includeUnparsed: true });
 
 export function channelHooksRouter(services: InboundServices): Router {
   const router = new Router();
   router.get('/hooks/channels/:channel_id', (ctx) => handshake(ctx, services));
-  router.post('/hooks/channels/:channel_id', (ctx) => receive(ctx, services));
+  router.post('/hooks/channels/:channel_id', async (ctx) => receive(ctx, services, await hookedConnection(services, String(ctx.params.channel_id ?? ''))));
   return router;
 }
 
+/**
+ * The form branch of the hook, before the JSON body layer (app.ts): a form-encoded POST to
+ * `/hooks/channels/{id}` whose connection's provider posts forms (`hook.body: 'form'`, Twilio
+ * Messaging) is parsed here, the exact text kept for the signature, and received as any hook.
+ * Every other request is passed on (a form to a JSON provider then meets the JSON layer's 415).
+ */
+export function channelFormHooks(services: InboundServices) {
+  // Not async: every request passes this layer, and most only pass it (docs/performance.md).
+  return (ctx: Context, next: Next): Promise<void> => {
+    const match = ctx.method === 'POST' ? FORM_PATH.exec(ctx.path) : null;
+    if (!match || !ctx.is('application/x-www-form-urlencoded')) return next();
+    return receiveForm(ctx, next, services, decodeURIComponent(match[1]!));
+  };
+}
+
+async function receiveForm(ctx: Context, next: Next, services: InboundServices, id: string): Promise<void> {
+  const hooked = await hookedConnection(services, id);
+  if (hooked.hook.body !== 'form') return await next();
+  await parseForm(ctx, async () => undefined);
+  await receive(ctx, services, hooked);
+}
+
+type Hooked = { hook: ChannelHook; connection: ChannelConnection; secret: (name: ChannelSecretName) => string | undefined; url: string };
+
 /** The connection and its provider's hook; 404 for a connection whose provider has no hook here. */
-async function hookedConnection(services: Services, id: string): Promise<{ hook: ChannelHook; connection: ChannelConnection; secret: (name: ChannelSecretName) => string | undefined }> {
+async function hookedConnection(services: Services, id: string): Promise<Hooked> {
   if (!ID_PATTERN.test(id)) throw channelNotFound();
   const svc = new ChannelService(services.orm.em.fork(), services.config);
   const connection = await svc.getForHook(id);
-  const hook = providerOf(connection.type).hook;
-  if (!hook) throw channelNotFound();
-  return { hook, connection, secret: (name) => svc.openSecret(connection, name) };
+  const provider = providerOf(connection.type);
+  if (!provider.hook) throw channelNotFound();
+  // The address the provider was given (behind a proxy the request's own URL may differ): what Twilio signs.
+  const url = provider.webhookUrl?.(services.config, connection.id) ?? `${services.config.BASE_URL}/hooks/channels/${connection.id}`;
+  return { hook: provider.hook, connection, secret: (name) => svc.openSecret(connection, name), url };
 }
 
-function hookRequest(ctx: Context): HookRequest {
+function hookRequest(ctx: Context, hooked: Hooked): HookRequest {
   // koa-body 8 with includeUnparsed keeps the exact text received at `ctx.request.rawBody`.
-  const rawBody = (ctx.request as { rawBody?: unknown }).rawBody;
-  return { query: ctx.query, header: (name) => ctx.get(name), rawBody: typeof rawBody === 'string' ? rawBody : '', body: ctx.request.body };
+  const raw = (ctx.request as { rawBody?: unknown }).rawBody;
+  const rawBody = typeof raw === 'string' ? raw : '';
+  // A form's fields flat, as received (a repeated name keeps its last value: Twilio never repeats one).
+  const body = hooked.hook.body === 'form' ? Object.fromEntries(new URLSearchParams(rawBody)) : ctx.request.body;
+  return { query: ctx.query, header: (name) => ctx.get(name), rawBody, body, url: hooked.url + (ctx.querystring ? `?${ctx.querystring}` : '') };
 }
 
 async function handshake(ctx: Context, services: Services): Promise<void> {
-  const { hook, secret } = await hookedConnection(services, String(ctx.params.channel_id ?? ''));
-  const answer = hook.handshake(hookRequest(ctx), secret);
+  const hooked = await hookedConnection(services, String(ctx.params.channel_id ?? ''));
+  const answer = hooked.hook.handshake(hookRequest(ctx, hooked), hooked.secret);
   ctx.status = 200;
   ctx.type = answer.type;
   ctx.body = answer.body;
 }
 
-async function receive(ctx: Context, services: InboundServices): Promise<void> {
-  const { hook, connection, secret } = await hookedConnection(services, String(ctx.params.channel_id ?? ''));
-  const req = hookRequest(ctx);
+async function receive(ctx: Context, services: InboundServices, hooked: Hooked): Promise<void> {
+  const { hook, connection, secret } = hooked;
+  // A form provider's POST reaches this route only when it is not a form (the form branch took the others).
+  if (hook.body === 'form' && !ctx.is('application/x-www-form-urlencoded')) {
+    throw new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', `${connection.type} hooks are application/x-www-form-urlencoded`);
+  }
+  const req = hookRequest(ctx, hooked);
+  if (hook.body === 'form' && Object.values(req.body as Record<string, string>).some((v) => v.includes('\u0000'))) {
+    throw new AppError(400, 'INVALID_REQUEST', 'NUL characters are not accepted');
+  }
   hook.verify(req, secret);
   const { items, content } = hook.parse(connection, req.body);
   const log = services.logger.child({ channel_connection_id: connection.id, request_id: ctx.state.requestId ?? null });
-  const summary = { messages: 0, duplicates: 0, statuses: 0, ignored: 0, failed: 0 };
+  const summary: HookSummary = { messages: 0, duplicates: 0, statuses: 0, ignored: 0, failed: 0 };
   if (!content || connection.status === 'disabled') {
     log.warn({ type: connection.type, status: connection.status }, 'channel hook body not for this connection, or the connection is disabled: acknowledged, ignored');
     summary.ignored = items;
@@ -76,10 +120,14 @@ async function receive(ctx: Context, services: InboundServices): Promise<void> {
     await processContent(services, connection, content, summary, log);
   }
   ctx.status = 200;
-  ctx.body = { data: summary };
+  const answer = hook.answer?.(summary);
+  if (answer) {
+    ctx.type = answer.type;
+    ctx.body = answer.body;
+  } else {
+    ctx.body = { data: summary };
+  }
 }
-
-type Summary = { messages: number; duplicates: number; statuses: number; ignored: number; failed: number };
 
 /**
  * The connection an item is for: one app webhook serves every number (page, account) of the
@@ -99,7 +147,7 @@ function itemRouter(services: Services, hooked: ChannelConnection, log: Services
   };
 }
 
-async function processContent(services: InboundServices, hooked: ChannelConnection, content: ParsedHook, summary: Summary, log: Services['logger']) {
+async function processContent(services: InboundServices, hooked: ChannelConnection, content: ParsedHook, summary: HookSummary, log: Services['logger']) {
   summary.ignored += content.ignored;
   const em = services.orm.em.fork();
   const route = itemRouter(services, hooked, log);
@@ -184,21 +232,24 @@ export function registerChannelHookDocs(registry: OpenAPIRegistry): void {
       200: { description: 'The challenge, echoed', headers: responseHeaders([]), content: { 'text/plain': { schema: z.string() } } },
       400: error('INVALID_REQUEST: NUL characters in the query'),
       403: error('INVALID_VERIFY_TOKEN'),
-      404: error('CHANNEL_NOT_FOUND: no such WhatsApp or Instagram connection'),
+      404: error('CHANNEL_NOT_FOUND: no such connection with a hook here'),
+      405: error('METHOD_NOT_ALLOWED: a twilio_messaging connection (Twilio only posts)'),
     },
   });
   registry.registerPath({
     method: 'post',
     path: '/hooks/channels/{channel_id}',
     operationId: 'receiveChannelHook',
-    summary: 'Receive WhatsApp Cloud API or Instagram Messaging webhooks: customer messages and delivery statuses',
+    summary: 'Receive a channel provider\'s webhooks (Meta, Twilio): customer messages and delivery statuses',
     description:
       'Signed by Meta: `X-Hub-Signature-256: sha256=<lowercase hex HMAC-SHA256 of the raw body keyed with the app secret>`. ' +
       'WhatsApp `entry[].changes[].value.messages[]` and Instagram `entry[].messaging[]` are processed as `POST /v1/messages` ' +
       '(a repeated wamid / mid changes nothing); WhatsApp `value.statuses[]` update the delivery status of our outbound messages. ' +
       'Always 200 once verified and committed, also when an item could not be processed (logged). ' +
       'A `twilio_voice` connection\'s hook takes Twilio\'s form-encoded call requests here and answers TwiML (`text/xml`), ' +
-      'as `receiveVoiceHook` describes; a Twilio request whose `X-Twilio-Signature` does not hold is a 403.',
+      'as `receiveVoiceHook` describes. A `twilio_messaging` connection\'s hook takes Twilio\'s form-encoded incoming messages ' +
+      '(`MessageSid`, `From`, `To`, `Body`, `NumMedia`…: processed as `POST /v1/messages`) and status callbacks (`MessageStatus`, `ErrorCode`: ' +
+      'delivery statuses of our sends), and answers an empty TwiML `<Response/>`. A Twilio request whose `X-Twilio-Signature` does not hold is a 403.',
     tags: ['Channels'],
     security: [],
     request: {
@@ -207,7 +258,9 @@ export function registerChannelHookDocs(registry: OpenAPIRegistry): void {
       body: {
         content: {
           'application/json': { schema: z.object({ object: z.enum(['whatsapp_business_account', 'instagram', 'page']), entry: z.array(z.record(z.string(), z.unknown())) }) },
-          'application/x-www-form-urlencoded': { schema: z.record(z.string(), z.string()).openapi({ description: "Twilio's call parameters (twilio_voice connections; see receiveVoiceHook)" }) },
+          'application/x-www-form-urlencoded': {
+            schema: z.record(z.string(), z.string()).openapi({ description: "Twilio's parameters: a call's (twilio_voice connections; see receiveVoiceHook), or an incoming message's or a message status callback's (twilio_messaging)" }),
+          },
         },
       },
     },
@@ -227,10 +280,10 @@ export function registerChannelHookDocs(registry: OpenAPIRegistry): void {
               }),
             }),
           },
-          'text/xml': { schema: z.string().openapi({ description: 'TwiML, to a twilio_voice connection\'s call request' }) },
+          'text/xml': { schema: z.string().openapi({ description: 'TwiML: the answer to a twilio_voice connection\'s call request, or an empty `<Response/>` to a twilio_messaging request' }) },
         },
       },
-      400: error('INVALID_REQUEST: not valid JSON (before the signature), NUL characters or too deep (before), or not a Meta webhook object (after)'),
+      400: error('INVALID_REQUEST: not valid JSON (before the signature), NUL characters or too deep (before), or not a Meta webhook object or a Twilio message request (after)'),
       401: error('INVALID_SIGNATURE'),
       403: error('INVALID_SIGNATURE or WRONG_NUMBER: a Twilio request not signed for this URL, or a call to another number than the connection\'s'),
       404: error('CHANNEL_NOT_FOUND'),

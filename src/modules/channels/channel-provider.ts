@@ -27,10 +27,19 @@ export interface HookRequest {
   url?: string;
 }
 
-/** A handshake answered by the provider itself (Meta's `hub.challenge`). */
+/** An answer in the provider's own terms: a handshake (Meta's `hub.challenge`), or what a POST is answered with (Twilio's TwiML). */
 export interface HookHandshakeAnswer {
   type: string;
   body: string;
+}
+
+/** What the route did with a POST's items (the JSON answer, unless the provider has its own). */
+export interface HookSummary {
+  messages: number;
+  duplicates: number;
+  statuses: number;
+  ignored: number;
+  failed: number;
 }
 
 /** A customer's message in a hook body, with the provider's ids. */
@@ -79,9 +88,17 @@ export interface ParsedHook {
 }
 
 export interface ChannelHook {
+  /**
+   * How the provider posts: JSON (the default), or `form` (`application/x-www-form-urlencoded`,
+   * Twilio's), parsed by the route before the JSON body layer; `rawBody` and `body` (the
+   * fields, flat) are given either way.
+   */
+  readonly body?: 'json' | 'form';
+  /** The answer to a processed POST when the provider expects its own (Twilio: an empty TwiML `<Response/>`); default `{data: summary}`. */
+  answer?(summary: HookSummary): HookHandshakeAnswer;
   /** GET: the provider's subscription handshake; throws a 403 AppError when it does not hold. */
   handshake(req: HookRequest, secret: (name: ChannelSecretName) => string | undefined): HookHandshakeAnswer;
-  /** POST: the signature (and replay) rules; throws a 401 AppError when the body is not the provider's. */
+  /** POST: the signature (and replay) rules; throws a 401 AppError (Twilio's: 403) when the body is not the provider's. */
   verify(req: HookRequest, secret: (name: ChannelSecretName) => string | undefined): void;
   /**
    * POST, once verified: the body as inbound content, and how many items (entries) it held;
@@ -159,8 +176,11 @@ export interface ChannelProvider {
   webhookUrl?(config: Pick<Config, 'BASE_URL'>, connectionId: string): string;
   /** Its inbound hook at `/hooks/channels/{id}`, if it has one there. */
   readonly hook?: ChannelHook;
-  /** Free-form messages only within 24 hours of the customer's last one (CUSTOMER_SERVICE_WINDOW_HOURS). */
-  readonly customerServiceWindow: boolean;
+  /**
+   * Free-form messages only within 24 hours of the customer's last one (CUSTOMER_SERVICE_WINDOW_HOURS);
+   * a function when it depends on the connection (Twilio: WhatsApp has the window, SMS has none).
+   */
+  readonly customerServiceWindow: boolean | ((connection: ChannelConnection) => boolean);
   /** Null when `msg` may go out with the window as it stands; otherwise why not (the step fails `customer_service_window_closed`). */
   canSend(msg: ChannelSend, window: SendWindow, connection: ChannelConnection): string | null;
   /** Sends `msg`; resolves with the provider's message id. Absent: the type sends no messages here (a call speaks in its TwiML answers). */
@@ -170,3 +190,7 @@ export interface ChannelProvider {
   /** `POST /v1/channels/{id}/test`: calls the provider with the stored credentials. */
   test(call: ProviderCall): Promise<ProviderTestResult>;
 }
+
+/** Whether sends through `connection` keep to the 24-hour customer service window. */
+export const hasCustomerServiceWindow = (provider: ChannelProvider, connection: ChannelConnection): boolean =>
+  typeof provider.customerServiceWindow === 'function' ? provider.customerServiceWindow(connection) : provider.customerServiceWindow;

@@ -5,7 +5,7 @@
  */
 import { EntitySchema, OptionalProps } from '@mikro-orm/core';
 
-export const CHANNEL_CONNECTION_TYPES = ['whatsapp_cloud', 'instagram', 'http', 'twilio_voice', 'messenger'] as const;
+export const CHANNEL_CONNECTION_TYPES = ['whatsapp_cloud', 'instagram', 'http', 'twilio_voice', 'messenger', 'twilio_messaging'] as const;
 export type ChannelConnectionType = (typeof CHANNEL_CONNECTION_TYPES)[number];
 
 /** `unauthorized`: the provider refused the stored token (Graph code 190 or a 401); a new token makes it active again. */

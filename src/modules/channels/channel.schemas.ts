@@ -56,11 +56,11 @@ export const ChannelConnectionOut = z
     status: z.enum(CHANNEL_CONNECTION_STATUSES),
     config: z
       .record(z.string(), z.string())
-      .openapi({ description: 'The non-secret fields only: phone_number_id, instagram_account_id, url and channel, or account_sid and phone_number' }),
+      .openapi({ description: 'The non-secret fields only: phone_number_id, instagram_account_id, page_id, url and channel, or account_sid, phone_number (and channel, messaging_service_sid: twilio_messaging)' }),
     webhook_url: z
       .string()
       .nullable()
-      .openapi({ description: "The callback URL to paste into Meta's console, or into the Twilio number's voice webhooks (null for http connections)", example: 'https://api.example.com/hooks/channels/chn_4f9Qk2R7sT1uVwXyZ0aB' }),
+      .openapi({ description: "The callback URL to paste into Meta's console, or into the Twilio number's voice or messaging webhooks (null for http connections)", example: 'https://api.example.com/hooks/channels/chn_4f9Qk2R7sT1uVwXyZ0aB' }),
     created_at: z.string(),
     updated_at: z.string(),
   })

@@ -9,6 +9,7 @@ import type { Config } from '../../config';
 import { flushOrConflict } from '../../db/flush';
 import { conflict, invalid } from '../../errors';
 import { offsetOf, type Page } from '../../http/pagination';
+import { z } from '../../http/zod';
 import { newId, randomBase62 } from '../../ids';
 import { keyringOf, sealedAt } from '../../secrets';
 import { ChannelConnection, type ChannelConnectionType, type ChannelSecretName } from './channel.entity';
@@ -92,11 +93,17 @@ export class ChannelService {
     if (input.name !== undefined) c.name = input.name;
     if (input.config) {
       const { shown, sealed } = this.split(c.id, c.type, input.config);
+      // A field several types share (`channel`, `phone_number`) takes this type's values only.
+      const own = providerOf(c.type).config.shape;
+      for (const [k, v] of Object.entries(input.config)) {
+        const checked = v === undefined || !own[k] ? undefined : z.safeParse(own[k], v);
+        if (checked && !checked.success) throw invalid(checked.error.issues[0]?.message ?? `config.${k} is not valid for ${c.type} connections`, `config.${k}`);
+      }
       c.config = { ...c.config, ...shown };
       if (shown.channel) c.channel = shown.channel;
       c.secrets = { ...c.secrets, ...sealed };
       // A new token is the answer to `unauthorized`.
-      if (sealed.access_token && c.status === 'unauthorized') c.status = 'active';
+      if ((sealed.access_token || sealed.auth_token) && c.status === 'unauthorized') c.status = 'active';
     }
     if (input.status !== undefined) c.status = input.status;
     await flushOrConflict(this.em, nameTaken);

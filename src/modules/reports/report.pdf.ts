@@ -72,7 +72,7 @@ export function periodInWords(start: Date, end: Date): string {
 }
 
 // Partial: a channel a new provider adds prints as its own name until it is given words here.
-const CHANNEL_WORDS: Partial<Record<(typeof CHANNELS)[number], string>> = { whatsapp: 'WhatsApp', instagram: 'Instagram', messenger: 'Messenger', voice: 'Voice' };
+const CHANNEL_WORDS: Partial<Record<(typeof CHANNELS)[number], string>> = { whatsapp: 'WhatsApp', instagram: 'Instagram', messenger: 'Messenger', voice: 'Voice', sms: 'SMS' };
 export const channelInWords = (c: string) => CHANNEL_WORDS[c as keyof typeof CHANNEL_WORDS] ?? c;
 
 const GRANULARITY_WORDS: Record<Granularity, string> = { hour: 'per hour', day: 'per day', week: 'per week (weeks start on Monday)', month: 'per month' };

@@ -14,7 +14,7 @@ import { formTimeoutMinSeconds } from '../../config';
 export const WORKFLOW_STATUSES = ['draft', 'active', 'inactive'] as const;
 export type WorkflowStatus = (typeof WORKFLOW_STATUSES)[number];
 
-export const CHANNELS = ['whatsapp', 'instagram', 'voice', 'messenger'] as const;
+export const CHANNELS = ['whatsapp', 'instagram', 'voice', 'messenger', 'sms'] as const;
 export type Channel = (typeof CHANNELS)[number];
 export const Channel = z.enum(CHANNELS).openapi('Channel');
 

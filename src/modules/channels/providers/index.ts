@@ -8,6 +8,7 @@ import type { ChannelProvider } from '../channel-provider';
 import { http } from './http/provider';
 import { instagram } from './instagram/provider';
 import { messenger } from './messenger/provider';
+import { twilioMessaging } from './twilio_messaging/provider';
 import { twilioVoice } from './twilio_voice/provider';
 import { whatsappCloud } from './whatsapp_cloud/provider';
 
@@ -17,6 +18,7 @@ const PROVIDERS: Record<ChannelConnectionType, ChannelProvider> = {
   http,
   twilio_voice: twilioVoice,
   messenger,
+  twilio_messaging: twilioMessaging,
 };
 
 export const providerOf = (type: ChannelConnectionType): ChannelProvider => PROVIDERS[type];

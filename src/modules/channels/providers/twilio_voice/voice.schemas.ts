@@ -1,12 +1,12 @@
 /** The config of `twilio_voice` channel connections (`/v1/channels`), and the voice workflow trigger. */
 import { z } from '../../../../http/zod';
 
-const AccountSid = z
+export const AccountSid = z
   .string()
   .trim()
   .regex(/^AC[0-9a-fA-F]{32}$/, "account_sid must be Twilio's Account SID (AC followed by 32 hex digits)")
   .openapi({ example: 'ACa1b2c3d4e5f60718293a4b5c6d7e8f90' });
-const PhoneNumber = z
+export const PhoneNumber = z
   .string()
   .trim()
   .regex(/^\+[1-9]\d{6,14}$/, 'phone_number must be E.164: + then 7 to 15 digits')
