@@ -5,9 +5,6 @@
  */
 import { EntitySchema, OptionalProps } from '@mikro-orm/core';
 
-export const CHANNEL_CONNECTION_TYPES = ['whatsapp_cloud', 'instagram', 'http', 'twilio_voice', 'messenger', 'twilio_messaging'] as const;
-export type ChannelConnectionType = (typeof CHANNEL_CONNECTION_TYPES)[number];
-
 /** `unauthorized`: the provider refused the stored token (Graph code 190 or a 401); a new token makes it active again. */
 export const CHANNEL_CONNECTION_STATUSES = ['active', 'disabled', 'unauthorized'] as const;
 export type ChannelConnectionStatus = (typeof CHANNEL_CONNECTION_STATUSES)[number];
@@ -19,7 +16,8 @@ export class ChannelConnection {
   [OptionalProps]?: 'status' | 'createdAt' | 'updatedAt' | 'deletedAt';
   id!: string;
   organizationId!: string;
-  type!: ChannelConnectionType;
+  /** A key of the provider registry (providers/index.ts), which the entity does not import: providers use this entity. */
+  type!: string;
   /** The conversation channel it serves: `whatsapp`, `instagram`, or the http config's. */
   channel!: string;
   name!: string;

@@ -15,13 +15,13 @@ import {
   ChannelTestOut,
 } from './channel.schemas';
 import { ChannelService } from './channel.service';
-import { providerOf } from './providers';
+import { type ChannelConnectionType, providerOf } from './providers';
 
 export function channelRoutes(services: Services): AnyRoute[] {
   const svc = () => new ChannelService(services.orm.em.fork(), services.config);
   const toOut = (c: ChannelConnection): z.output<typeof ChannelConnectionOut> => ({
     id: c.id,
-    type: c.type,
+    type: c.type as ChannelConnectionType,
     channel: c.channel as z.output<typeof ChannelConnectionOut>['channel'],
     name: c.name,
     status: c.status,

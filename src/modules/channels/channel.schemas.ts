@@ -2,8 +2,8 @@
 import { paginationQuery } from '../../http/pagination';
 import { z } from '../../http/zod';
 import { Channel } from '../workflows/workflow.schemas';
-import { CHANNEL_CONNECTION_STATUSES, CHANNEL_CONNECTION_TYPES, type ChannelConnectionType } from './channel.entity';
-import { providerOf } from './providers';
+import { CHANNEL_CONNECTION_STATUSES } from './channel.entity';
+import { CHANNEL_CONNECTION_TYPES, type ChannelConnectionType, providerOf } from './providers';
 import { secretField } from './providers/config-fields';
 
 const Name = z.string().trim().min(1).max(200);

@@ -12,7 +12,7 @@ import { offsetOf, type Page } from '../../http/pagination';
 import { z } from '../../http/zod';
 import { newId, randomBase62 } from '../../ids';
 import { keyringOf, sealedAt } from '../../secrets';
-import { ChannelConnection, type ChannelConnectionType, type ChannelSecretName } from './channel.entity';
+import { ChannelConnection, type ChannelSecretName } from './channel.entity';
 import { providerOf } from './providers';
 import { channelNotFound, connectionForHook, openSecretOf } from './channel-lookup';
 import type { ChannelConnectionIn, ChannelConnectionUpdate } from './channel.schemas';
@@ -36,7 +36,7 @@ export class ChannelService {
   }
 
   /** Splits a config into the shown fields and the sealed secrets of the type. */
-  private split(id: string, type: ChannelConnectionType, config: Record<string, unknown>) {
+  private split(id: string, type: string, config: Record<string, unknown>) {
     const shown: Record<string, string> = {};
     const sealed: Partial<Record<ChannelSecretName, string>> = {};
     for (const [k, v] of Object.entries(config)) {
