@@ -87,7 +87,19 @@ interface Sent {
   status: number;
   /** Answers 409 IDEMPOTENCY_KEY_IN_USE while resending (a claim whose API died, until its lease lapsed). */
   inUse: number;
+  /** The API process that last got it: a SIGKILLed one cut its answer off. */
+  to?: SpawnedProcess;
+  /** The last answer was `Idempotent-Replayed: true` (a stored answer, or one rebuilt from a recovery point). */
+  replayed?: boolean;
 }
+
+/**
+ * Where an API's death left a request it was handling, read from its Idempotency-Key row
+ * before the resend: `after commit` when its work committed (a recovery point, or its answer
+ * stored but never sent), `before commit` when only its claim was taken, `not claimed` when
+ * it never got that far (or was refused while the API restarted).
+ */
+type CutOffAt = 'after commit' | 'before commit' | 'not claimed';
 
 export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillReport> {
   const { log } = opts;
@@ -183,6 +195,7 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     // ---- Load through both APIs, with one API and one worker killed mid-way ----
     const sent: Sent[] = [];
     const send = async (s: Sent, api: number): Promise<void> => {
+      s.to = apis[api % 2];
       try {
         const res = await fetch(`${base(api)}${s.path}`, {
           method: 'POST',
@@ -191,6 +204,7 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
           signal: AbortSignal.timeout(15_000),
         });
         s.status = res.status;
+        s.replayed = res.headers.get('idempotent-replayed') === 'true';
         if (res.status === 409 && ((await res.json().catch(() => ({}))) as { error?: { code?: string } }).error?.code === 'IDEMPOTENCY_KEY_IN_USE') s.inUse++;
         else await res.arrayBuffer().catch(() => undefined);
       } catch {
@@ -243,6 +257,8 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     let restarted: Promise<void> | undefined;
     let cutOffClaims = 0;
     let restartFailure: string | undefined;
+    /** The API processes SIGKILLed: API 0 mid-load, then its restart at its failpoint. */
+    const killedApis: Array<[string, SpawnedProcess]> = [];
     for (let n = 1; n <= opts.messages; n++) {
       const pmid = `drill-${n}`;
       launch(
@@ -259,6 +275,7 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
       }
       if (n === killAt) {
         log(`SIGKILL API 0 and worker 0 mid-load (${inFlight.size} requests in flight), restarting them`);
+        killedApis.push(['mid-load', apis[0]!]);
         await Promise.all([apis[0]!.kill('SIGKILL'), workers[0]!.kill('SIGKILL')]);
         restarted = (async () => {
           // The restarted API dies once more, right after committing a request (by default one
@@ -267,6 +284,7 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
           // Not waited for as "listening": a request of the load may kill it before that line.
           const dying = node(['api'], { PORT: String(ports[0]), FAILPOINTS: opts.cutOffFailpoint ?? 'idempotency.before_store:0.34' });
           everyProcess.push(dying);
+          killedApis.push(['at its failpoint', dying]);
           apis[0] = dying;
           workers[0] = await startWorker();
           let exited = false;
@@ -302,6 +320,21 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     if (restartFailure) throw new Error(`restarting API 0 and worker 0 failed: ${restartFailure}`);
     figures.ticks_triggered = ticks;
 
+    // Where each API kill landed: the requests it cut off, by what their Idempotency-Key row
+    // shows committed (read before the resends change it).
+    const org = (await db.query<{ organization_id: string }>('select organization_id from workflows where id = $1', [greeter.id])).rows[0]!.organization_id;
+    const cutOffRequests = sent.filter((s) => s.status === 0 && killedApis.some(([, p]) => p === s.to));
+    const keyRows = new Map(
+      (await db.query<{ key: string; committed: boolean }>(
+        'select key, status_code is not null or recovery_point is not null as committed from idempotency_keys where organization_id = $1 and key = any($2)',
+        [org, cutOffRequests.map((s) => s.idempotencyKey)],
+      )).rows.map((r) => [r.key, r.committed]),
+    );
+    const cutOffAt = (s: Sent): CutOffAt => {
+      const committed = keyRows.get(s.idempotencyKey);
+      return committed === undefined ? 'not claimed' : committed ? 'after commit' : 'before commit';
+    };
+
     // A client resends what got no 2xx, with the same key, until it is answered.
     const unanswered = sent.filter((s) => s.status < 200 || s.status >= 300);
     log(`resending ${unanswered.length} requests without a 2xx (${unanswered.filter((s) => s.status === 0).length} without an answer)`);
@@ -316,6 +349,22 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     figures.in_use_answers = sent.reduce((a, s) => a + s.inUse, 0);
     figures.claims_cut_off = cutOffClaims;
     check(cutOffClaims === 1, `an API died between a request's commit and storing its Idempotency-Key answer (${cutOffClaims} time)`);
+    for (const [when, p] of killedApis) {
+      const cut = cutOffRequests.filter((s) => s.to === p);
+      const count = (at: CutOffAt) => cut.filter((s) => cutOffAt(s) === at).length;
+      log(`API kill ${when}: ${cut.length} requests cut off, ${count('after commit')} after their work's commit, ${count('before commit')} before it (key claimed only), ${count('not claimed')} not claimed yet`);
+    }
+    const afterCommit = cutOffRequests.filter((s) => cutOffAt(s) === 'after commit');
+    figures.api_kills = killedApis.length;
+    figures.cut_off_after_commit = afterCommit.length;
+    figures.cut_off_before_commit = cutOffRequests.filter((s) => cutOffAt(s) === 'before commit').length;
+    figures.cut_off_not_claimed = cutOffRequests.filter((s) => cutOffAt(s) === 'not claimed').length;
+    // The case the recovery points exist for: a request whose work committed and whose answer
+    // the kill cut off. Its resend must be answered from what committed, not run again.
+    check(
+      afterCommit.length > 0 && afterCommit.every((s) => s.status >= 200 && s.status < 300 && s.replayed),
+      `API kills landed after commits: ${afterCommit.length} requests cut off after their work's commit, ${afterCommit.filter((s) => s.replayed).length} of them answered on resend from what committed (Idempotent-Replayed: true)`,
+    );
     check(sent.every((s) => s.status >= 200 && s.status < 300), `every request accepted in the end, the cut-off claim's included (${sent.filter((s) => s.status >= 200 && s.status < 300).length}/${sent.length}; ${figures.in_use_answers} answers 409 IDEMPOTENCY_KEY_IN_USE while a dead API's claim held)`);
 
     // ---- Rate limit across both APIs ----
@@ -354,7 +403,6 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     const runs = await workflowIds(scheduledRuns);
     const runStates = () => Promise.all(runs.map((run) => tclient.workflow.getHandle(run).describe()));
     await until('every schedule run to finish', async () => (await runStates()).every((d) => d.status.name !== 'RUNNING'), opts.drainTimeoutMs);
-    const org = (await db.query<{ organization_id: string }>('select organization_id from workflows where id = $1', [greeter.id])).rows[0]!.organization_id;
     const running = async () => (await db.query("select id, temporal_started_at from executions where organization_id = $1 and status = 'running'", [org])).rows;
     await until('every execution to finish', async () => (await running()).length === 0, opts.drainTimeoutMs).catch(async (err: unknown) => {
       log(`still running: ${JSON.stringify((await running()).slice(0, 5))}`);
