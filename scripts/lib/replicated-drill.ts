@@ -371,15 +371,17 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
       log(`API kill ${by}: ${killedInFlight.filter((c) => c.by === by).length} requests in flight cut off, ${count('after commit', by)} after their work's commit, ${count('before commit', by)} before it (key claimed only), ${count('not claimed', by)} before claiming their key`);
     }
     const afterCommit = killedInFlight.filter((c) => c.at === 'after commit').map((c) => c.s);
+    const killsAfterCommit = killedApis.filter(([by]) => count('after commit', by) > 0).map(([by]) => by);
     figures.api_kills = killedApis.length;
+    figures.api_kills_after_commit = killsAfterCommit.length;
     figures.cut_off_after_commit = afterCommit.length;
     figures.cut_off_before_commit = count('before commit');
     figures.cut_off_not_claimed = count('not claimed');
-    // The case the recovery points exist for: a request whose work committed and whose answer
-    // the kill cut off. Its resend must be answered from what committed, not run again.
+    // The case the recovery points exist for: a kill between a request's commit and its
+    // answer. That request's resend must be answered from what committed, not run again.
     check(
-      afterCommit.length > 0 && afterCommit.every((s) => s.status >= 200 && s.status < 300 && s.replayed),
-      `API kills landed after commits: ${afterCommit.length} requests cut off after their work's commit, ${afterCommit.filter((s) => s.replayed).length} of them answered on resend from what committed (Idempotent-Replayed: true)`,
+      killsAfterCommit.length > 0 && afterCommit.every((s) => s.status >= 200 && s.status < 300 && s.replayed),
+      `API kills landed after commits: ${killsAfterCommit.length} of ${killedApis.length} (${killsAfterCommit.join(', ') || 'none'}), cutting off ${afterCommit.length} requests after their work's commit; ${afterCommit.filter((s) => s.replayed).length} of them answered on resend from what committed (Idempotent-Replayed: true), none run again`,
     );
     check(sent.every((s) => s.status >= 200 && s.status < 300), `every request accepted in the end, the cut-off claim's included (${sent.filter((s) => s.status >= 200 && s.status < 300).length}/${sent.length}; ${figures.in_use_answers} answers 409 IDEMPOTENCY_KEY_IN_USE while a dead API's claim held)`);
 
