@@ -18,6 +18,9 @@
  *   once, each reply sent once, every execution `success`;
  * - every accepted fire recorded once and its execution `success`;
  * - nothing doubled: `doubled` counts the messages and fires recorded more than once;
+ * - where each API kill landed: the requests in flight on a killed API, by their
+ *   Idempotency-Key row (after their work's commit, before it, before their claim); at
+ *   least one kill after a commit, and those requests answered on resend from what committed;
  * - each schedule tick (a Temporal run) fired once: one firing per run, one run per firing;
  * - no execution started twice by competing starters/reconcilers: one Temporal run per
  *   execution id, one `workflow.started` event per execution, every finished execution
