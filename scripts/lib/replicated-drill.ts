@@ -110,7 +110,7 @@ interface Sent {
  * Where an API's death left a request it was handling, read from its Idempotency-Key row
  * before the resend: `after commit` when its work committed (a recovery point, or its answer
  * stored but never sent), `before commit` when only its claim was taken, `not claimed` when
- * it never got that far (or was refused while the API restarted).
+ * it never got that far. Requests refused while the API was down are not counted.
  */
 type CutOffAt = 'after commit' | 'before commit' | 'not claimed';
 
