@@ -18,6 +18,9 @@
  *   once, each reply sent once, every execution `success`;
  * - every accepted fire recorded once and its execution `success`;
  * - nothing doubled: `doubled` counts the messages and fires recorded more than once;
+ * - where each API kill landed: the requests in flight on a killed API, by their
+ *   Idempotency-Key row (after their work's commit, before it, before their claim); at
+ *   least one kill after a commit, and those requests answered on resend from what committed;
  * - each schedule tick (a Temporal run) fired once: one firing per run, one run per firing;
  * - no execution started twice by competing starters/reconcilers: one Temporal run per
  *   execution id, one `workflow.started` event per execution, every finished execution
@@ -69,11 +72,19 @@ export interface DrillReport {
 const root = path.resolve(__dirname, '..', '..');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const WEBHOOK_EVENTS = ['workflow.completed', 'trigger.activated'];
+/** The deadline of each of the drill's own Temporal calls (describe, list, trigger, pause). */
+const TEMPORAL_CALL_MS = 30_000;
 
-async function until(what: string, fn: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+/** Polls `fn` until it holds; `progress`, when given, is logged every 30 s meanwhile (slow, or stuck?). */
+async function until(what: string, fn: () => Promise<boolean>, timeoutMs: number, progress?: () => Promise<string>, log?: (msg: string) => void): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  let nextProgress = Date.now() + 30_000;
   while (Date.now() < deadline) {
     if (await fn().catch(() => false)) return;
+    if (progress && log && Date.now() >= nextProgress) {
+      nextProgress += 30_000;
+      log(`waiting for ${what}: ${await progress().catch((err: unknown) => String(err))}`);
+    }
     await sleep(250);
   }
   throw new Error(`timed out waiting for ${what}`);
@@ -87,7 +98,21 @@ interface Sent {
   status: number;
   /** Answers 409 IDEMPOTENCY_KEY_IN_USE while resending (a claim whose API died, until its lease lapsed). */
   inUse: number;
+  /** The API process that last got it: a SIGKILLed one cut its answer off. */
+  to?: SpawnedProcess;
+  /** The last try's connection was refused (the API was down, or not listening yet): it never reached the API. */
+  refused?: boolean;
+  /** The last answer was `Idempotent-Replayed: true` (a stored answer, or one rebuilt from a recovery point). */
+  replayed?: boolean;
 }
+
+/**
+ * Where an API's death left a request it was handling, read from its Idempotency-Key row
+ * before the resend: `after commit` when its work committed (a recovery point, or its answer
+ * stored but never sent), `before commit` when only its claim was taken, `not claimed` when
+ * it never got that far. Requests refused while the API was down are not counted.
+ */
+type CutOffAt = 'after commit' | 'before commit' | 'not claimed';
 
 export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillReport> {
   const { log } = opts;
@@ -144,6 +169,9 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     await db.connect();
     temporal = await Connection.connect({ address: env.TEMPORAL_ADDRESS });
     const tclient = new TemporalClient({ connection: temporal, namespace: env.TEMPORAL_NAMESPACE ?? 'default' });
+    // The SDK gives its calls no deadline: one to a stalled server would hang the drill for
+    // good. Each of the drill's calls fails after TEMPORAL_CALL_MS instead (and is asked again).
+    const rpc = <T>(fn: () => Promise<T>) => temporal!.withDeadline(Date.now() + TEMPORAL_CALL_MS, fn);
 
     const key = await opts.createKey();
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
@@ -183,6 +211,7 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     // ---- Load through both APIs, with one API and one worker killed mid-way ----
     const sent: Sent[] = [];
     const send = async (s: Sent, api: number): Promise<void> => {
+      s.to = apis[api % 2];
       try {
         const res = await fetch(`${base(api)}${s.path}`, {
           method: 'POST',
@@ -191,10 +220,12 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
           signal: AbortSignal.timeout(15_000),
         });
         s.status = res.status;
+        s.replayed = res.headers.get('idempotent-replayed') === 'true';
         if (res.status === 409 && ((await res.json().catch(() => ({}))) as { error?: { code?: string } }).error?.code === 'IDEMPOTENCY_KEY_IN_USE') s.inUse++;
         else await res.arrayBuffer().catch(() => undefined);
-      } catch {
+      } catch (err) {
         s.status = 0; // No answer: the API died, or a timeout. Resent later.
+        s.refused = ((err as Error).cause as { code?: string } | undefined)?.code === 'ECONNREFUSED';
       }
     };
     const inFlight = new Set<Promise<void>>();
@@ -211,7 +242,7 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     let ticksAsked = 0;
     let lastTick = 0;
     const scheduleHandle = tclient.schedule.getHandle(triggerScheduleId(String(scheduled.id)));
-    const actionRuns = async () => new Set((await scheduleHandle.describe()).info.recentActions.map((a) => a.action.workflow.workflowId));
+    const actionRuns = async () => new Set((await rpc(() => scheduleHandle.describe())).info.recentActions.map((a) => a.action.workflow.workflowId));
     /**
      * One tick, asked of Temporal while the load runs, counted once the schedule has started
      * a run it had not started before. A scheduled run's id carries its time to the second,
@@ -224,7 +255,7 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
         await sleep(lastTick + 1100 - Date.now());
         lastTick = Date.now();
         const before = await actionRuns().catch(() => undefined);
-        const asked = before && (await scheduleHandle.trigger(ScheduleOverlapPolicy.ALLOW_ALL).then(
+        const asked = before && (await rpc(() => scheduleHandle.trigger(ScheduleOverlapPolicy.ALLOW_ALL)).then(
           () => true,
           (err: unknown) => (log(`schedule trigger failed (attempt ${attempt}): ${String(err)}`), false),
         ));
@@ -243,6 +274,8 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     let restarted: Promise<void> | undefined;
     let cutOffClaims = 0;
     let restartFailure: string | undefined;
+    /** The API processes SIGKILLed: API 0 mid-load, then its restart at its failpoint. */
+    const killedApis: Array<[string, SpawnedProcess]> = [];
     for (let n = 1; n <= opts.messages; n++) {
       const pmid = `drill-${n}`;
       launch(
@@ -259,6 +292,7 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
       }
       if (n === killAt) {
         log(`SIGKILL API 0 and worker 0 mid-load (${inFlight.size} requests in flight), restarting them`);
+        killedApis.push(['mid-load', apis[0]!]);
         await Promise.all([apis[0]!.kill('SIGKILL'), workers[0]!.kill('SIGKILL')]);
         restarted = (async () => {
           // The restarted API dies once more, right after committing a request (by default one
@@ -267,6 +301,7 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
           // Not waited for as "listening": a request of the load may kill it before that line.
           const dying = node(['api'], { PORT: String(ports[0]), FAILPOINTS: opts.cutOffFailpoint ?? 'idempotency.before_store:0.34' });
           everyProcess.push(dying);
+          killedApis.push(['at its failpoint', dying]);
           apis[0] = dying;
           workers[0] = await startWorker();
           let exited = false;
@@ -284,7 +319,9 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
             await send(cutOff, 0);
             await sleep(200);
           }
-          // Only its failpoint SIGKILLs this process.
+          // Only its failpoint SIGKILLs this process. One that never reached it is stopped, and
+          // the failpoint's check fails (rather than the drill waiting for it for good).
+          if (!exited) log(`API 0 did not reach its failpoint in 120 s: stopped (${(await dying.kill('SIGTERM', 15_000)).signal})`);
           if ((await dying.exited).signal === 'SIGKILL') cutOffClaims++;
           const at = dying.lines.find((l) => l.startsWith('failpoint idempotency.before_store'));
           log(`API 0 died at its failpoint after a commit: ${at ?? 'no failpoint line'}; worker 0 restarted`);
@@ -302,6 +339,22 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     if (restartFailure) throw new Error(`restarting API 0 and worker 0 failed: ${restartFailure}`);
     figures.ticks_triggered = ticks;
 
+    // Where each API kill landed: the requests it cut off, by what their Idempotency-Key row
+    // shows committed (read before the resends change it).
+    const org = (await db.query<{ organization_id: string }>('select organization_id from workflows where id = $1', [greeter.id])).rows[0]!.organization_id;
+    const inFlightAtKill = sent.filter((s) => s.status === 0 && !s.refused && killedApis.some(([, p]) => p === s.to));
+    const keyRows = new Map(
+      (await db.query<{ key: string; committed: boolean }>(
+        'select key, status_code is not null or recovery_point is not null as committed from idempotency_keys where organization_id = $1 and key = any($2)',
+        [org, inFlightAtKill.map((s) => s.idempotencyKey)],
+      )).rows.map((r) => [r.key, r.committed]),
+    );
+    const killedInFlight = inFlightAtKill.map((s) => {
+      const committed = keyRows.get(s.idempotencyKey);
+      const at: CutOffAt = committed === undefined ? 'not claimed' : committed ? 'after commit' : 'before commit';
+      return { s, at, by: killedApis.find(([, p]) => p === s.to)![0] };
+    });
+
     // A client resends what got no 2xx, with the same key, until it is answered.
     const unanswered = sent.filter((s) => s.status < 200 || s.status >= 300);
     log(`resending ${unanswered.length} requests without a 2xx (${unanswered.filter((s) => s.status === 0).length} without an answer)`);
@@ -316,6 +369,23 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     figures.in_use_answers = sent.reduce((a, s) => a + s.inUse, 0);
     figures.claims_cut_off = cutOffClaims;
     check(cutOffClaims === 1, `an API died between a request's commit and storing its Idempotency-Key answer (${cutOffClaims} time)`);
+    const count = (at: CutOffAt, by?: string) => killedInFlight.filter((c) => c.at === at && (by === undefined || c.by === by)).length;
+    for (const [by] of killedApis) {
+      log(`API kill ${by}: ${killedInFlight.filter((c) => c.by === by).length} requests in flight cut off, ${count('after commit', by)} after their work's commit, ${count('before commit', by)} before it (key claimed only), ${count('not claimed', by)} before claiming their key`);
+    }
+    const afterCommit = killedInFlight.filter((c) => c.at === 'after commit').map((c) => c.s);
+    const killsAfterCommit = killedApis.filter(([by]) => count('after commit', by) > 0).map(([by]) => by);
+    figures.api_kills = killedApis.length;
+    figures.api_kills_after_commit = killsAfterCommit.length;
+    figures.cut_off_after_commit = afterCommit.length;
+    figures.cut_off_before_commit = count('before commit');
+    figures.cut_off_not_claimed = count('not claimed');
+    // The case the recovery points exist for: a kill between a request's commit and its
+    // answer. That request's resend must be answered from what committed, not run again.
+    check(
+      killsAfterCommit.length > 0 && afterCommit.every((s) => s.status >= 200 && s.status < 300 && s.replayed),
+      `API kills landed after commits: ${killsAfterCommit.length} of ${killedApis.length} (${killsAfterCommit.join(', ') || 'none'}), cutting off ${afterCommit.length} requests after their work's commit; ${afterCommit.filter((s) => s.replayed).length} of them answered on resend from what committed (Idempotent-Replayed: true), none run again`,
+    );
     check(sent.every((s) => s.status >= 200 && s.status < 300), `every request accepted in the end, the cut-off claim's included (${sent.filter((s) => s.status >= 200 && s.status < 300).length}/${sent.length}; ${figures.in_use_answers} answers 409 IDEMPOTENCY_KEY_IN_USE while a dead API's claim held)`);
 
     // ---- Rate limit across both APIs ----
@@ -337,26 +407,30 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     // ---- Drain ----
     // No more ticks (the cron's minute boundaries) from here, so every run can be counted.
     // The Temporal schedule, not the trigger: a run already started still fires an active trigger.
-    await scheduleHandle.pause('replicated drill: counting the ticks');
-    const workflowIds = async (query: string) => {
-      const ids: string[] = [];
-      for await (const wf of tclient.workflow.list({ query })) ids.push(wf.workflowId);
-      return ids;
-    };
+    await rpc(() => scheduleHandle.pause('replicated drill: counting the ticks'));
+    const workflowIds = (query: string) =>
+      rpc(async () => {
+        const ids: string[] = [];
+        for await (const wf of tclient.workflow.list({ query })) ids.push(wf.workflowId);
+        return ids;
+      });
     const scheduledRuns = `WorkflowType = '${SCHEDULED_TRIGGER_WORKFLOW_TYPE}' AND WfaTriggerId = '${String(scheduled.id)}'`;
     // The pause is a request the schedule takes in its own time: until it shows as paused, a
     // minute boundary may still start a run. Visibility lags: a run started just before may
     // not be listed yet, or not yet as running. So the schedule counts its own runs, and each
     // run's own state (describe, not the visibility index) says when it is done.
-    await until('the schedule to show as paused', async () => (await scheduleHandle.describe()).state.paused, opts.drainTimeoutMs);
-    const taken = (await scheduleHandle.describe()).info.numActionsTaken;
+    await until('the schedule to show as paused', async () => (await rpc(() => scheduleHandle.describe())).state.paused, opts.drainTimeoutMs);
+    const taken = (await rpc(() => scheduleHandle.describe())).info.numActionsTaken;
     await until(`the schedule's ${taken} runs to be listed`, async () => (await workflowIds(scheduledRuns)).length >= taken, opts.drainTimeoutMs);
     const runs = await workflowIds(scheduledRuns);
-    const runStates = () => Promise.all(runs.map((run) => tclient.workflow.getHandle(run).describe()));
+    const runStates = () => rpc(() => Promise.all(runs.map((run) => tclient.workflow.getHandle(run).describe())));
     await until('every schedule run to finish', async () => (await runStates()).every((d) => d.status.name !== 'RUNNING'), opts.drainTimeoutMs);
-    const org = (await db.query<{ organization_id: string }>('select organization_id from workflows where id = $1', [greeter.id])).rows[0]!.organization_id;
     const running = async () => (await db.query("select id, temporal_started_at from executions where organization_id = $1 and status = 'running'", [org])).rows;
-    await until('every execution to finish', async () => (await running()).length === 0, opts.drainTimeoutMs).catch(async (err: unknown) => {
+    const drainProgress = async () => {
+      const rows = await running();
+      return `${rows.length} running, ${rows.filter((r) => r.temporal_started_at === null).length} of them not started on Temporal yet`;
+    };
+    await until('every execution to finish', async () => (await running()).length === 0, opts.drainTimeoutMs, drainProgress, log).catch(async (err: unknown) => {
       log(`still running: ${JSON.stringify((await running()).slice(0, 5))}`);
       for (const [i, w] of workers.entries()) log(`worker ${i} tail:\n${w.lines.slice(-20).join('\n')}`);
       throw err;
@@ -412,7 +486,7 @@ export async function runReplicatedDrill(opts: DrillOptions): Promise<DrillRepor
     const unfired = await Promise.all(
       tickIds
         .filter((r) => !keys.includes(r))
-        .map(async (r) => `; ${r} recorded no firing: ${await tclient.workflow.getHandle(r).result().then((x) => JSON.stringify(x), (err: unknown) => String(err))}`),
+        .map(async (r) => `; ${r} recorded no firing: ${await rpc(() => tclient.workflow.getHandle(r).result()).then((x) => JSON.stringify(x), (err: unknown) => String(err))}`),
     );
     check(
       tickIds.length > 0 && keys.length === tickIds.length && new Set(keys).size === keys.length && tickIds.every((r) => keys.includes(r)) && tickRows.every((r) => r.ok),
