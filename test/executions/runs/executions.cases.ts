@@ -151,7 +151,7 @@ describe('executions', () => {
 
     const before = await t.query<{ n: number }>('select count(*)::int as n from messages');
     for (const [body, field] of [
-      [{ channel: 'sms', customer_id: 'x', message: 'hello' }, 'channel'],
+      [{ channel: 'telegram', customer_id: 'x', message: 'hello' }, 'channel'],
       [{ channel: 'whatsapp', message: 'hello' }, 'customer_id'],
       [{ channel: 'whatsapp', customer_id: 'x', message: '' }, 'message'],
       [{ channel: 'whatsapp', customer_id: 'x', message: 'hello', extra: 1 }, 'extra'],
