@@ -52,11 +52,12 @@ const sendsMessages = (c: ChannelConnection) => providerOf(c.type).send !== unde
 
 const rejected = (type: string, message: string, status = 0) => new ChannelRejectedError(status, message, type);
 
-/** The recipient columns connectionFor reads beside each connection. */
-interface RecipientColumns {
+/** A row of connectionFor's read: a connection's columns (all null without any), and the recipient read beside it. */
+type ConnectionRow = Record<string, unknown> & {
   recipient_external_id: string | null;
   recipient_last_inbound_at: Date | null;
-}
+  inbound_connection_id: string | null;
+};
 
 export class ChannelDelivery {
   /** The customer's id and window on a connection, as connectionFor read them for the send that follows (this delivery is per activity). */
@@ -69,25 +70,33 @@ export class ChannelDelivery {
   }
 
   /**
-   * The connection this execution's messages go through; undefined when the organization
-   * has no connection at all (the development default applies). Throws `channel_not_connected`
-   * when it has connections but none for this message.
+   * The connection this execution's messages go through, and the customer's id on the
+   * channel; `connection` undefined when the organization has no connection at all (the
+   * development default applies, to `externalId`). Throws `channel_not_connected` when it
+   * has connections but none for this message.
    */
-  async connectionFor(ctx: ExecutionContext): Promise<ChannelConnection | undefined> {
+  async connectionFor(ctx: ExecutionContext): Promise<{ connection: ChannelConnection | undefined; externalId: string | null }> {
     const em = this.em();
-    // One read: the organization's connections, each row carrying the one the execution's
-    // message came through and where the customer stands on it (`Recipient`, for the send's
-    // check). These were three round trips in every send's path before the provider call.
-    const rows = await em.getConnection().execute<Array<Record<string, unknown> & RecipientColumns & { inbound_connection_id: string | null }>>(
-      `select c.*, (${inboundConnectionSql}) as inbound_connection_id,
+    // One read: the customer's id on the channel, beside each of the organization's connections
+    // (one row of nulls without any), each row carrying the one the execution's message came
+    // through and where the customer stands on it (`Recipient`, for the send's check). These
+    // were four round trips in every send's path before the provider call.
+    const rows = await em.getConnection().execute<ConnectionRow[]>(
+      `select c.*, case when c.id is not null then (${inboundConnectionSql}) end as inbound_connection_id,
               cu.external_id as recipient_external_id, w.last_inbound_at as recipient_last_inbound_at
-         from channel_connections c
+         from (select 1) one
          left join customers cu on cu.id = ?
-         left join channel_customer_windows w on w.connection_id = c.id and w.external_id = cu.external_id
-        where c.organization_id = ? and c.deleted_at is null`,
+         left join channel_connections c on c.organization_id = ? and c.deleted_at is null
+         left join channel_customer_windows w on w.connection_id = c.id and w.external_id = cu.external_id`,
       [ctx.executionId, ctx.customerId, ctx.organizationId],
     );
-    if (rows.length === 0) return undefined;
+    const externalId = rows[0]?.recipient_external_id ?? null;
+    if (rows[0]?.id == null) return { connection: undefined, externalId };
+    return { connection: await this.choose(ctx, em, rows), externalId };
+  }
+
+  /** Of the organization's connections (`rows`), the one the execution's messages go through. */
+  private async choose(ctx: ExecutionContext, em: EntityManager, rows: ConnectionRow[]): Promise<ChannelConnection> {
     const all = rows.map((row) => {
       const { inbound_connection_id: _inbound, recipient_external_id, recipient_last_inbound_at, ...columns } = row;
       const c = em.map(ChannelConnection, columns);
@@ -105,7 +114,7 @@ export class ChannelDelivery {
       return c;
     }
     const active = all.filter((c) => c.channel === ctx.channel && c.status === 'active');
-    if (active.length === 1) return active[0];
+    if (active.length === 1) return active[0]!;
     throw rejected(
       ChannelErrorTypes.notConnected,
       active.length === 0
@@ -211,12 +220,6 @@ export function executionSender(services: Services): ExecutionSink['deliver'] {
   const adapter = channelAdapterFor(services.config);
   const channels = new ChannelDelivery(services);
 
-  const externalIdOf = async (ctx: ExecutionContext): Promise<string | null> => {
-    if (!ctx.customerId) return null;
-    const [row] = await em().execute<Array<{ external_id: string }>>('select external_id from customers where id = ?', [ctx.customerId]);
-    return row?.external_id ?? null;
-  };
-
   // Read only: the twilio_voice provider owns voice_calls.
   const isPhoneCall = async (executionId: string): Promise<boolean> =>
     (await em().execute<unknown[]>('select 1 from voice_calls where execution_id = ? limit 1', [executionId])).length > 0;
@@ -225,7 +228,7 @@ export function executionSender(services: Services): ExecutionSink['deliver'] {
     // A call hears its messages in the TwiML answers of the voice hook (providers/twilio_voice): the
     // transcript row is the delivery. Other voice-channel conversations go through the provider.
     if (ctx.channel === 'voice' && (await isPhoneCall(ctx.executionId))) return;
-    const connection = await channels.connectionFor(ctx);
+    const { connection, externalId } = await channels.connectionFor(ctx);
     if (connection) return await channels.send(connection, ctx, msg);
     if (adapter.name === 'transcript' && services.config.NODE_ENV === 'production') {
       throw new ChannelRejectedError(0, `no ${ctx.channel} connection in this organization (POST /v1/channels)`, ChannelErrorTypes.notConnected);
@@ -235,7 +238,7 @@ export function executionSender(services: Services): ExecutionSink['deliver'] {
       organizationId: ctx.organizationId,
       channel: ctx.channel,
       customerId: ctx.customerId,
-      externalId: adapter.name === 'http' ? await externalIdOf(ctx) : null,
+      externalId: adapter.name === 'http' ? externalId : null,
       executionId: ctx.executionId,
       nodeId: msg.nodeId,
       text: msg.text,
