@@ -157,20 +157,16 @@ export async function run(args: string[]): Promise<void> {
     return { self: processCpuMs('self'), temporal: temporalPid ? processCpuMs(temporalPid) : 0, pg: new Map(pids.map((pid) => [pid, processCpuMs(pid)])) };
   };
   /** Until the conversations of the side closed (none running): the worker's share of each message is in. */
-  const settled = async (key: string) => {
-    for (;;) {
-      const res = await fetch(`${base}/v1/executions?status=running&limit=1`, { headers: { authorization: `Bearer ${key}` } });
-      if (((await res.json()) as { data: unknown[] }).data.length === 0) return;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+  const settled = async () => {
+    while ((await pg.query("select 1 from executions where status = 'running' limit 1")).rowCount) await new Promise((r) => setTimeout(r, 20));
   };
-  const measure = async (count: number, one: () => Promise<number>, key: string, file?: string) => {
+  const measure = async (count: number, one: () => Promise<number>, file?: string) => {
     const times: number[] = [];
     const before = await cpuNow();
     const t0 = performance.now();
     await cpuProfile(file, () => pool(count, concurrency, async () => void times.push(await one())));
     const perSecond = (count / (performance.now() - t0)) * 1000;
-    await settled(key);
+    await settled();
     const after = await cpuNow();
     const pgMs = [...after.pg].reduce((a, [pid, ms]) => a + ms - (before.pg.get(pid) ?? 0), 0);
     const cpu = { self: (after.self - before.self) / count, pg: pgMs / count, temporal: (after.temporal - before.temporal) / count };
@@ -179,13 +175,13 @@ export async function run(args: string[]): Promise<void> {
   const cpuLine = (c: { self: number; pg: number; temporal: number }) =>
     `CPU ms/message: bench process ${c.self.toFixed(1)}, PostgreSQL ${c.pg.toFixed(1)}${temporalPid ? `, Temporal ${c.temporal.toFixed(1)}` : ''}, total ${(c.self + c.pg + c.temporal).toFixed(1)}`;
 
-  await measure(warmup, viaHook, hooked.key);
-  await measure(warmup, viaApi, plain.key);
+  await measure(warmup, viaHook);
+  await measure(warmup, viaApi);
   const hookP50: number[] = [];
   const apiP50: number[] = [];
   for (let r = 1; r <= rounds; r++) {
-    const h = await measure(n, viaHook, hooked.key, r === 1 && profile ? `${profile}.hook.cpuprofile` : undefined);
-    const a = await measure(n, viaApi, plain.key, r === 1 && profile ? `${profile}.api.cpuprofile` : undefined);
+    const h = await measure(n, viaHook, r === 1 && profile ? `${profile}.hook.cpuprofile` : undefined);
+    const a = await measure(n, viaApi, r === 1 && profile ? `${profile}.api.cpuprofile` : undefined);
     hookP50.push(h.p50);
     apiP50.push(a.p50);
     log(`round ${r}: hook → first Graph call p50 ${h.p50.toFixed(1)} ms p99 ${h.p99.toFixed(1)} ms ${h.perSecond.toFixed(0)}/s | POST /v1/messages → first call p50 ${a.p50.toFixed(1)} ms p99 ${a.p99.toFixed(1)} ms ${a.perSecond.toFixed(0)}/s`);

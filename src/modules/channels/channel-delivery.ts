@@ -17,6 +17,7 @@
  * 190) also marks the connection `unauthorized`, so later sends fail at once without calling it.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { hotExecutor, type SqlRunner } from '../../db/hot-query';
 import { ChannelErrorTypes } from '../../../temporal/failure-types';
 import type { Services } from '../../services';
 import { ChannelRejectedError, channelAdapterFor } from './fallback-adapter';
@@ -63,7 +64,12 @@ export class ChannelDelivery {
   /** The customer's id and window on a connection, as connectionFor read them for the send that follows (this delivery is per activity). */
   private readonly recipients = new WeakMap<ChannelConnection, { external_id: string; last_inbound_at: Date | null }>();
 
-  constructor(private readonly services: Services) {}
+  /** The statements of every send, on the hot pool. */
+  private readonly hot: SqlRunner;
+
+  constructor(private readonly services: Services) {
+    this.hot = hotExecutor(services.hotPool);
+  }
 
   private em() {
     return this.services.orm.em.fork() as EntityManager;
@@ -77,11 +83,11 @@ export class ChannelDelivery {
    */
   async connectionFor(ctx: ExecutionContext): Promise<{ connection: ChannelConnection | undefined; externalId: string | null }> {
     const em = this.em();
-    // One read: the customer's id on the channel, beside each of the organization's connections
-    // (one row of nulls without any), each row carrying the one the execution's message came
-    // through and where the customer stands on it (`Recipient`, for the send's check). These
-    // were four round trips in every send's path before the provider call.
-    const rows = await em.getConnection().execute<ConnectionRow[]>(
+    // One read, on the hot pool (src/db/hot-query.ts): the customer's id on the channel, beside
+    // each of the organization's connections (one row of nulls without any), each row carrying
+    // the one the execution's message came through and where the customer stands on it (for
+    // the send's check). These were four round trips in every send's path before the provider call.
+    const rows = await this.hot.execute<ConnectionRow[]>(
       `select c.*, case when c.id is not null then (${inboundConnectionSql}) end as inbound_connection_id,
               cu.external_id as recipient_external_id, w.last_inbound_at as recipient_last_inbound_at
          from (select 1) one
@@ -186,7 +192,7 @@ export class ChannelDelivery {
       if (!failure) throw err;
       throw await this.failed(c, failure, err);
     }
-    if (providerMessageId) await recordSent(em, { organizationId: ctx.organizationId, connectionId: c.id, dedupeKey: msg.dedupeKey, providerMessageId });
+    if (providerMessageId) await recordSent(this.hot, { organizationId: ctx.organizationId, connectionId: c.id, dedupeKey: msg.dedupeKey, providerMessageId });
     return provider.customerServiceWindow && check.open ? { windowClosesAt: check.last!.getTime() + customerServiceWindowMsOf(this.services.config) } : {};
   }
 

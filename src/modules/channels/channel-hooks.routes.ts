@@ -27,7 +27,7 @@ import type { ChannelHook, HookRequest, ParsedHook } from './channel-provider';
 import { providerOf } from './providers';
 import { ownsProviderId } from './providers/meta/meta-hook';
 import { ChannelService, channelNotFound } from './channel.service';
-import { applyDeliveryStatus, recordInboundTime } from './message-status.writes';
+import { applyDeliveryStatus, inboundTimeWrite } from './message-status.writes';
 
 const ID_PATTERN = /^chn_[A-Za-z0-9]{1,60}$/;
 
@@ -42,7 +42,7 @@ export function channelHooksRouter(services: InboundServices): Router {
 async function hookedConnection(services: Services, id: string): Promise<{ hook: ChannelHook; connection: ChannelConnection; secret: (name: ChannelSecretName) => string | undefined }> {
   if (!ID_PATTERN.test(id)) throw channelNotFound();
   const svc = new ChannelService(services.orm.em.fork(), services.config);
-  const connection = await svc.getForHook(id);
+  const connection = await svc.getForHook(services.hotPool, id);
   const hook = providerOf(connection.type).hook;
   if (!hook) throw channelNotFound();
   return { hook, connection, secret: (name) => svc.openSecret(connection, name) };
@@ -125,18 +125,23 @@ async function processContent(services: InboundServices, hooked: ChannelConnecti
     try {
       // The intake of POST /v1/messages (inbound-state.ts): one organization's flood through its
       // provider waits its turn there while other organizations' messages are recorded.
-      const received = await services.intake.run(c.organizationId, async () => {
-        // Before the message: an execution it resumes may answer at once, inside the window it opens.
-        await recordInboundTime(em, c.id, m.externalId, m.sentAt);
-        return await receiveMessage(services, c.organizationId, {
-          channel: c.channel,
-          customer_id: m.externalId,
-          message: m.text,
-          metadata: { ...m.metadata, channel_connection_id: c.id },
-          ...(m.name ? { customer: { name: m.name } } : {}),
-          provider_message_id: m.providerMessageId,
-        });
-      });
+      const received = await services.intake.run(c.organizationId, () =>
+        receiveMessage(
+          services,
+          c.organizationId,
+          {
+            channel: c.channel,
+            customer_id: m.externalId,
+            message: m.text,
+            metadata: { ...m.metadata, channel_connection_id: c.id },
+            ...(m.name ? { customer: { name: m.name } } : {}),
+            provider_message_id: m.providerMessageId,
+          },
+          undefined,
+          // The customer's window on the connection, in the message's statement.
+          { companion: inboundTimeWrite(c.id, m.externalId, m.sentAt) },
+        ),
+      );
       if (received.duplicate) summary.duplicates++;
       else summary.messages++;
     } catch (err) {

@@ -7,6 +7,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../../config';
 import { flushOrConflict } from '../../db/flush';
+import type { HotPool } from '../../db/hot-query';
 import { conflict, invalid } from '../../errors';
 import { offsetOf, type Page } from '../../http/pagination';
 import { newId, randomBase62 } from '../../ids';
@@ -83,8 +84,8 @@ export class ChannelService {
   }
 
   /** A live connection by id alone: the hook receiver's lookup (the path names it; the signature proves the sender). */
-  async getForHook(id: string): Promise<ChannelConnection> {
-    return await connectionForHook(this.em, id);
+  async getForHook(hot: HotPool, id: string): Promise<ChannelConnection> {
+    return await connectionForHook(hot, this.em, id);
   }
 
   async update(organizationId: string, id: string, input: ChannelConnectionUpdate): Promise<ChannelConnection> {

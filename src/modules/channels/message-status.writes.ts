@@ -11,23 +11,27 @@
  *   Meta's 24-hour customer service window starts (its length: customerServiceWindowMsOf in config.ts).
  * - which connection an execution's inbound message came through (`messages.metadata`).
  */
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { SqlRunner } from '../../db/hot-query';
 import { newId } from '../../ids';
 import { insertEventsSql } from '../events/outbox';
+import type { CompanionWrite } from '../inbound/inbound-message';
 import type { StatusItem } from './channel-provider';
 
-type Sql = Pick<EntityManager, 'getConnection'>;
-const run = <T>(em: Sql, sql: string, params: unknown[]) => em.getConnection().execute<T[]>(sql, params);
+/** An EntityManager, or the hot pool's runner (src/db/hot-query.ts) for the statements of every send. */
+type Sql = SqlRunner;
+const run = <T>(em: Sql, sql: string, params: unknown[]) => em.execute<T[]>(sql, params);
 
-/** Records an inbound message's time on its connection (kept the latest: redeliveries and reorderings do not move it back). */
-export async function recordInboundTime(em: Sql, connectionId: string, externalId: string, at: Date): Promise<void> {
-  await run(
-    em,
-    `insert into channel_customer_windows (connection_id, external_id, last_inbound_at) values (?, ?, ?)
+/**
+ * Records an inbound message's time on its connection (kept the latest: redeliveries and
+ * reorderings do not move it back), in the message's own statement: committed with it, so
+ * before any execution it starts or resumes answers inside the window it opens.
+ */
+export const inboundTimeWrite = (connectionId: string, externalId: string, at: Date): CompanionWrite => ({
+  name: 'customer-window',
+  sql: (n) => `insert into channel_customer_windows (connection_id, external_id, last_inbound_at) values ($${n}::text, $${n + 1}::text, $${n + 2}::timestamptz)
      on conflict (connection_id, external_id) do update set last_inbound_at = greatest(channel_customer_windows.last_inbound_at, excluded.last_inbound_at)`,
-    [connectionId, externalId, at],
-  );
-}
+  params: [connectionId, externalId, at],
+});
 
 /** The customer's id on the channel and their last inbound time on the connection (null: never wrote there). */
 export async function recipientOf(em: Sql, connectionId: string, customerId: string): Promise<Array<{ external_id: string; last_inbound_at: Date | null }>> {
