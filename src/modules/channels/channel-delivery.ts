@@ -24,7 +24,7 @@ import { ChannelRejectedError, channelAdapterFor } from './fallback-adapter';
 import type { ExecutionContext } from '../executions/execution.recorder';
 import type { ExecutionSink, SendReceipt } from '../executions/execution-sink';
 import { ChannelConnection } from './channel.entity';
-import { ChannelService } from './channel.service';
+import { connectionOfRow, openSecretOf } from './channel-lookup';
 import type { ChannelSend, ProviderFailure, SendTarget } from './channel-provider';
 import { providerOf } from './providers';
 import { customerServiceWindowMsOf } from '../../config';
@@ -82,7 +82,6 @@ export class ChannelDelivery {
    * has connections but none for this message.
    */
   async connectionFor(ctx: ExecutionContext): Promise<{ connection: ChannelConnection | undefined; externalId: string | null }> {
-    const em = this.em();
     // One read, on the hot pool (src/db/hot-query.ts): the customer's id on the channel, beside
     // each of the organization's connections (one row of nulls without any), each row carrying
     // the one the execution's message came through and where the customer stands on it (for
@@ -98,14 +97,14 @@ export class ChannelDelivery {
     );
     const externalId = rows[0]?.recipient_external_id ?? null;
     if (rows[0]?.id == null) return { connection: undefined, externalId };
-    return { connection: await this.choose(ctx, em, rows), externalId };
+    return { connection: await this.choose(ctx, rows), externalId };
   }
 
   /** Of the organization's connections (`rows`), the one the execution's messages go through. */
-  private async choose(ctx: ExecutionContext, em: EntityManager, rows: ConnectionRow[]): Promise<ChannelConnection> {
+  private async choose(ctx: ExecutionContext, rows: ConnectionRow[]): Promise<ChannelConnection> {
     const all = rows.map((row) => {
       const { inbound_connection_id: _inbound, recipient_external_id, recipient_last_inbound_at, ...columns } = row;
-      const c = em.map(ChannelConnection, columns);
+      const c = connectionOfRow(columns);
       if (recipient_external_id !== null) this.recipients.set(c, { external_id: recipient_external_id, last_inbound_at: recipient_last_inbound_at });
       return c;
     });
@@ -113,7 +112,7 @@ export class ChannelDelivery {
     const inbound = rows[0]!.inbound_connection_id;
     const viaInbound = inbound ? byId(inbound) : undefined;
     if (viaInbound) return viaInbound;
-    const [wf] = await em.getConnection().execute<Array<{ channel_connection_id: string | null }>>('select channel_connection_id from workflows where id = ?', [ctx.workflowId]);
+    const [wf] = await this.hot.execute<Array<{ channel_connection_id: string | null }>>('select channel_connection_id from workflows where id = ?', [ctx.workflowId]);
     if (wf?.channel_connection_id) {
       const c = byId(wf.channel_connection_id);
       if (!c) throw rejected(ChannelErrorTypes.notConnected, `the workflow's channel connection ${wf.channel_connection_id} no longer exists`);
@@ -182,11 +181,9 @@ export class ChannelDelivery {
     const window = { open: check.open, last: check.last };
     const refusal = provider.canSend(msg, window, c);
     if (refusal) throw rejected(ChannelErrorTypes.windowClosed, refusal);
-    const em = this.em();
-    const svc = new ChannelService(em, this.services.config);
     let providerMessageId: string | undefined;
     try {
-      providerMessageId = await provider.send({ connection: c, config: this.services.config, secret: (name) => svc.openSecret(c, name), to: check.to, target: ctx, msg, window });
+      providerMessageId = await provider.send({ connection: c, config: this.services.config, secret: (name) => openSecretOf(this.services.config, c, name), to: check.to, target: ctx, msg, window });
     } catch (err) {
       const failure = provider.mapError(err, c);
       if (!failure) throw err;

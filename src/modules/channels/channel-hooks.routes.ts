@@ -26,7 +26,7 @@ import { ChannelConnection, type ChannelSecretName } from './channel.entity';
 import type { ChannelHook, HookRequest, ParsedHook } from './channel-provider';
 import { providerOf } from './providers';
 import { ownsProviderId } from './providers/meta/meta-hook';
-import { ChannelService, channelNotFound } from './channel.service';
+import { channelNotFound, connectionForHook, openSecretOf } from './channel-lookup';
 import { applyDeliveryStatus, inboundTimeWrite } from './message-status.writes';
 
 const ID_PATTERN = /^chn_[A-Za-z0-9]{1,60}$/;
@@ -41,11 +41,10 @@ export function channelHooksRouter(services: InboundServices): Router {
 /** The connection and its provider's hook; 404 for a connection whose provider has no hook here. */
 async function hookedConnection(services: Services, id: string): Promise<{ hook: ChannelHook; connection: ChannelConnection; secret: (name: ChannelSecretName) => string | undefined }> {
   if (!ID_PATTERN.test(id)) throw channelNotFound();
-  const svc = new ChannelService(services.orm.em.fork(), services.config);
-  const connection = await svc.getForHook(services.hotPool, id);
+  const connection = await connectionForHook(services.hotPool, id);
   const hook = providerOf(connection.type).hook;
   if (!hook) throw channelNotFound();
-  return { hook, connection, secret: (name) => svc.openSecret(connection, name) };
+  return { hook, connection, secret: (name) => openSecretOf(services.config, connection, name) };
 }
 
 function hookRequest(ctx: Context): HookRequest {

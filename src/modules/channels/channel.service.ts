@@ -7,14 +7,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../../config';
 import { flushOrConflict } from '../../db/flush';
-import type { HotPool } from '../../db/hot-query';
 import { conflict, invalid } from '../../errors';
 import { offsetOf, type Page } from '../../http/pagination';
 import { newId, randomBase62 } from '../../ids';
 import { keyringOf, sealedAt } from '../../secrets';
 import { ChannelConnection, type ChannelConnectionType, type ChannelSecretName } from './channel.entity';
 import { providerOf } from './providers';
-import { channelNotFound, connectionForHook, openSecretOf } from './channel-lookup';
+import { channelNotFound, openSecretOf } from './channel-lookup';
 import type { ChannelConnectionIn, ChannelConnectionUpdate } from './channel.schemas';
 
 export { channelNotFound } from './channel-lookup';
@@ -84,10 +83,6 @@ export class ChannelService {
   }
 
   /** A live connection by id alone: the hook receiver's lookup (the path names it; the signature proves the sender). */
-  async getForHook(hot: HotPool, id: string): Promise<ChannelConnection> {
-    return await connectionForHook(hot, this.em, id);
-  }
-
   async update(organizationId: string, id: string, input: ChannelConnectionUpdate): Promise<ChannelConnection> {
     const c = await this.get(organizationId, id);
     if (input.name !== undefined) c.name = input.name;
