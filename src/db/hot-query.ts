@@ -45,6 +45,12 @@ export async function hotQuery<T>(pool: HotPool, statement: { name: string; text
   return (await pool.query({ name: statement.name, text: statement.text, values: params })).rows as T[];
 }
 
+/** A CTE body with knex's `?` bindings, composed into another module's statement. */
+export interface SqlFragment {
+  sql: string;
+  bindings: unknown[];
+}
+
 /** What running one SQL text needs: `em.execute`, or `hotExecutor` on the hot pool. */
 export type SqlRunner = Pick<EntityManager, 'execute'>;
 

@@ -28,7 +28,7 @@ import { connectionOfRow, openSecretOf } from './channel-lookup';
 import type { ChannelSend, ProviderFailure, SendTarget } from './channel-provider';
 import { providerOf } from './providers';
 import { customerServiceWindowMsOf } from '../../config';
-import { inboundConnectionSql, recipientOf, recordSent } from './message-status.writes';
+import { inboundConnectionSql, recipientOf, recordSentSql } from './message-status.writes';
 
 export type { ChannelSend, SendTarget } from './channel-provider';
 
@@ -173,7 +173,11 @@ export class ChannelDelivery {
     return { to: customer.external_id, last, open };
   }
 
-  /** Sends `msg` to the target's customer through `c` (its provider's `send`); keeps the provider's message id. */
+  /**
+   * Sends `msg` to the target's customer through `c` (its provider's `send`). The provider's
+   * message id is for the caller to keep: `sentRecord`, the write the step's or prompt's
+   * statement commits with it (or `recordSent`, a person's message).
+   */
   async send(c: ChannelConnection, ctx: SendTarget, msg: ChannelSend): Promise<ChannelSendReceipt> {
     const provider = providerOf(c.type);
     if (!provider.send) throw rejected(ChannelErrorTypes.undeliverable, `channel connection ${c.id} (${c.type}) sends no messages outside a call`);
@@ -189,8 +193,10 @@ export class ChannelDelivery {
       if (!failure) throw err;
       throw await this.failed(c, failure, err);
     }
-    if (providerMessageId) await recordSent(this.hot, { organizationId: ctx.organizationId, connectionId: c.id, dedupeKey: msg.dedupeKey, providerMessageId });
-    return provider.customerServiceWindow && check.open ? { windowClosesAt: check.last!.getTime() + customerServiceWindowMsOf(this.services.config) } : {};
+    return {
+      ...(provider.customerServiceWindow && check.open ? { windowClosesAt: check.last!.getTime() + customerServiceWindowMsOf(this.services.config) } : {}),
+      ...(providerMessageId ? { sentRecord: recordSentSql({ organizationId: ctx.organizationId, connectionId: c.id, dedupeKey: msg.dedupeKey, providerMessageId }) } : {}),
+    };
   }
 
   /** What a provider's failure does: retried (thrown as is), or the step's final error (a refused token marking the connection). */

@@ -11,7 +11,7 @@
  *   Meta's 24-hour customer service window starts (its length: customerServiceWindowMsOf in config.ts).
  * - which connection an execution's inbound message came through (`messages.metadata`).
  */
-import type { SqlRunner } from '../../db/hot-query';
+import type { SqlFragment, SqlRunner } from '../../db/hot-query';
 import { newId } from '../../ids';
 import { insertEventsSql } from '../events/outbox';
 import type { CompanionWrite } from '../inbound/inbound-message';
@@ -50,15 +50,12 @@ export async function recipientOf(em: Sql, connectionId: string, customerId: str
  */
 export const inboundConnectionSql = `select m.metadata->>'channel_connection_id' from executions e join messages m on m.id = e.message_id where e.id = ?`;
 
-/** Records an outbound message the provider accepted (an activity retry that sent nothing new changes nothing). */
-export async function recordSent(em: Sql, d: { organizationId: string; connectionId: string; dedupeKey: string; providerMessageId: string }): Promise<void> {
-  await run(
-    em,
-    `insert into channel_deliveries (connection_id, provider_message_id, organization_id, dedupe_key) values (?, ?, ?, ?)
+/** An outbound message the provider accepted (an activity retry that sent nothing new changes nothing), as a statement's CTE body. */
+export const recordSentSql = (d: { organizationId: string; connectionId: string; dedupeKey: string; providerMessageId: string }): SqlFragment => ({
+  sql: `insert into channel_deliveries (connection_id, provider_message_id, organization_id, dedupe_key) values (?, ?, ?, ?)
      on conflict do nothing`,
-    [d.connectionId, d.providerMessageId, d.organizationId, d.dedupeKey],
-  );
-}
+  bindings: [d.connectionId, d.providerMessageId, d.organizationId, d.dedupeKey],
+});
 
 /**
  * Applies a provider's status to the message it names, forward only, with its
