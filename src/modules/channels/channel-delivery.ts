@@ -228,6 +228,21 @@ export function executionSender(services: Services): ExecutionSink['deliver'] {
   const em = () => services.orm.em.fork() as EntityManager;
   const adapter = channelAdapterFor(services.config);
   const channels = new ChannelDelivery(services);
+  /**
+   * The route of each activity's messages, by its context object: the nodes of a run of
+   * messages (one activity, one context) go through the connection read for the first, one
+   * read a run instead of one a node. A failed read is not kept (a run stops at its first failure).
+   */
+  const routes = new WeakMap<ExecutionContext, ReturnType<ChannelDelivery['connectionFor']>>();
+  const routeOf = (ctx: ExecutionContext) => {
+    let route = routes.get(ctx);
+    if (!route) {
+      route = channels.connectionFor(ctx);
+      routes.set(ctx, route);
+      route.catch(() => routes.delete(ctx));
+    }
+    return route;
+  };
 
   // Read only: the twilio_voice provider owns voice_calls.
   const isPhoneCall = async (executionId: string): Promise<boolean> =>
@@ -237,7 +252,7 @@ export function executionSender(services: Services): ExecutionSink['deliver'] {
     // A call hears its messages in the TwiML answers of the voice hook (providers/twilio_voice): the
     // transcript row is the delivery. Other voice-channel conversations go through the provider.
     if (ctx.channel === 'voice' && (await isPhoneCall(ctx.executionId))) return;
-    const { connection, externalId } = await channels.connectionFor(ctx);
+    const { connection, externalId } = await routeOf(ctx);
     if (connection) return await channels.send(connection, ctx, msg);
     if (adapter.name === 'transcript' && services.config.NODE_ENV === 'production') {
       throw new ChannelRejectedError(0, `no ${ctx.channel} connection in this organization (POST /v1/channels)`, ChannelErrorTypes.notConnected);
