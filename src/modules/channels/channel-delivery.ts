@@ -96,7 +96,7 @@ export class ChannelDelivery {
       [ctx.executionId, ctx.customerId, ctx.organizationId],
     );
     const externalId = rows[0]?.recipient_external_id ?? null;
-    if (rows[0]?.id == null) return { connection: undefined, externalId };
+    if (!rows[0]?.id) return { connection: undefined, externalId };
     return { connection: await this.choose(ctx, rows), externalId };
   }
 
@@ -176,7 +176,7 @@ export class ChannelDelivery {
   /**
    * Sends `msg` to the target's customer through `c` (its provider's `send`). The provider's
    * message id is for the caller to keep: `sentRecord`, the write the step's or prompt's
-   * statement commits with it (or `recordSent`, a person's message).
+   * statement commits with it (a person's message writes it alone: agent-messages.ts).
    */
   async send(c: ChannelConnection, ctx: SendTarget, msg: ChannelSend): Promise<ChannelSendReceipt> {
     const provider = providerOf(c.type);

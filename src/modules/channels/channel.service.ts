@@ -82,7 +82,6 @@ export class ChannelService {
     return c;
   }
 
-  /** A live connection by id alone: the hook receiver's lookup (the path names it; the signature proves the sender). */
   async update(organizationId: string, id: string, input: ChannelConnectionUpdate): Promise<ChannelConnection> {
     const c = await this.get(organizationId, id);
     if (input.name !== undefined) c.name = input.name;

@@ -17,7 +17,7 @@ import { insertEventsSql } from '../events/outbox';
 import type { CompanionWrite } from '../inbound/inbound-message';
 import type { StatusItem } from './channel-provider';
 
-/** An EntityManager, or the hot pool's runner (src/db/hot-query.ts) for the statements of every send. */
+/** An EntityManager, or the hot pool's runner (src/db/hot-query.ts). */
 type Sql = SqlRunner;
 const run = <T>(em: Sql, sql: string, params: unknown[]) => em.execute<T[]>(sql, params);
 
@@ -28,9 +28,9 @@ const run = <T>(em: Sql, sql: string, params: unknown[]) => em.execute<T[]>(sql,
  */
 export const inboundTimeWrite = (connectionId: string, externalId: string, at: Date): CompanionWrite => ({
   name: 'customer-window',
-  sql: (n) => `insert into channel_customer_windows (connection_id, external_id, last_inbound_at) values ($${n}::text, $${n + 1}::text, $${n + 2}::timestamptz)
+  sql: `insert into channel_customer_windows (connection_id, external_id, last_inbound_at) values (?::text, ?::text, ?::timestamptz)
      on conflict (connection_id, external_id) do update set last_inbound_at = greatest(channel_customer_windows.last_inbound_at, excluded.last_inbound_at)`,
-  params: [connectionId, externalId, at],
+  bindings: [connectionId, externalId, at],
 });
 
 /** The customer's id on the channel and their last inbound time on the connection (null: never wrote there). */

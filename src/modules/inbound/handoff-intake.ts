@@ -13,7 +13,7 @@
  * A message whose check ran just before a handoff committed acts as if it had arrived before
  * it (the handoff then closes the form it may open only if it was already waiting).
  */
-import { hotQuery } from '../../db/hot-query';
+import { hotQuery, numberedPlaceholders } from '../../db/hot-query';
 import { claimLostCheckSql, type HeldClaim, recoveryPointCteSql } from '../../http/idempotency';
 import { newId } from '../../ids';
 import { insertInboundMessageSql } from '../conversations/conversation.writes';
@@ -67,7 +67,7 @@ const write = (idempotent: boolean, companion?: CompanionWrite) => ({
       })}
     )` : ''}${companion ? `,
     companion as (
-      ${companion.sql(idempotent ? 14 : 12)}
+      ${numberedPlaceholders(companion.sql, idempotent ? 14 : 12)}
     )` : ''}
     select (select id from handed) as customer_id, exists (select 1 from dup) as duplicate${idempotent ? `, ${claimLostCheckSql('idem', WRITTEN)} as claim_held` : ''}`,
 });
@@ -120,7 +120,7 @@ export async function recordIfHandedOff(
     JSON.stringify(received), // $10
     renamed === null ? null : JSON.stringify(renamed), // $11
     ...(claim ? [claim.key, claim.token] : []), // $12, $13
-    ...(companion?.params ?? []),
+    ...(companion?.bindings ?? []),
   ]);
   // A first delivery committed after the statement's snapshot: its unique index answers.
   const [row] = await write.catch((err: unknown) => {

@@ -1,3 +1,5 @@
+import type { SqlFragment } from '../../db/hot-query';
+
 /** An inbound customer message as `POST /v1/messages` takes it: the targets read it, the write records it. */
 export interface InboundMessage {
   channel: string;
@@ -16,10 +18,7 @@ export interface InboundMessage {
  * module owns: it builds the fragment). It runs whatever the statement finds, redeliveries
  * included, so it must be idempotent.
  */
-export interface CompanionWrite {
+export interface CompanionWrite extends SqlFragment {
   /** Names the statement's variant (each is prepared once per connection): one name per SQL text. */
   name: string;
-  /** The CTE body, its own bindings numbered from `$first`. */
-  sql: (first: number) => string;
-  params: unknown[];
 }

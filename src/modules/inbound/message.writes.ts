@@ -69,7 +69,7 @@
  */
 import type { HotPool } from '../../db/hot-query';
 import { claimLostCheckSql, type HeldClaim, recoveryPointCteSql } from '../../http/idempotency';
-import { hotQuery } from '../../db/hot-query';
+import { hotQuery, numberedPlaceholders } from '../../db/hot-query';
 import { newId } from '../../ids';
 import { insertInboundMessageSql } from '../conversations/conversation.writes';
 import { countInboundCustomerCtes, type InboundCustomerSql, insertInboundCustomerCte } from '../customers/customer.writes';
@@ -252,7 +252,7 @@ const write = (name: string, customer: string, idempotent: boolean, companion: C
       ${recoveryPointCteSql({ organizationId: '$1::text', key: '$23::text', token: '$24::text', point: "jsonb_build_object('message_id', $6::text)", when: WRITTEN })}
     )` : ''}${companion ? `,
     companion as (
-      ${companion.sql(idempotent ? 25 : 23)}
+      ${numberedPlaceholders(companion.sql, idempotent ? 25 : 23)}
     )` : ''}
     select v.current,${idempotent ? ` ${claimLostCheckSql('idem', WRITTEN)} as claim_held,` : ''} exists (select 1 from dup) as duplicate, exists (select 1 from cust) as written, claim.id, claim.workflow_id, claim.waiting_key,
            array(select id from ex) as started, array(select id from queued) as queued, array(select jsonb_build_object('id', id, 'workflow_id', data->>'workflow_id') from replaced) as replaced,
@@ -373,7 +373,7 @@ export async function writeMessage(
     json(plan.conflicts.replace), // $21
     json(plan.bursts), // $22
     ...(claim ? [claim.key, claim.token] : []), // $23, $24
-    ...(companion?.params ?? []),
+    ...(companion?.bindings ?? []),
   ]);
   if (row!.duplicate) throw new Redelivery();
   if (!row!.written) throw new CustomerExists();
