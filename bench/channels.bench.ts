@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- channels [--n 200] [--concurrency 10] [--rounds 3] [--warmup 50]`: a
+ * `npm run bench -- channels [--n 200] [--concurrency 10] [--rounds 3] [--warmup 50] [--cpu-prof PREFIX]`: a
  * WhatsApp hook POST (signed, Meta's payload) → the first outbound Graph call, against
  * `POST /v1/messages` → the same call through the development default adapter
  * (CHANNEL_PROVIDER_URL), for the same one-message workflow. One process (API, worker, load
@@ -7,9 +7,13 @@
  * flight on each side, interleaved rounds (ours, baseline, ...) after `warmup` uncounted
  * messages each.
  *
- * Prints per round the p50 / p99 of message → first outbound call and messages/s, then the
- * cost of what only the hook does before the shared path (HMAC-SHA256 of the raw body and
- * reading Meta's payload), timed in a loop on the same bodies, as a share of the hook's p50.
+ * Prints per round the p50 / p99 of message → first outbound call and messages/s, and the CPU
+ * ms per message of this process (API, worker, load), the database's backends and the
+ * Temporal server (when the bench started it), until each side's conversations closed;
+ * then the cost of what only the hook does before the shared path (HMAC-SHA256 of the raw
+ * body and reading Meta's payload), timed in a loop on the same bodies, as a share of the
+ * hook's p50. `--cpu-prof PREFIX` CPU-profiles this thread during the first round of each
+ * side (PREFIX.hook.cpuprofile, PREFIX.api.cpuprofile).
  * Last line: `ratio=<median baseline p50 / median hook p50>` (≥ 0.9 wanted: the hook at most
  * ~11 % slower than the API path it reuses).
  */
@@ -27,7 +31,8 @@ import { closeServices, createServices } from '../src/services';
 import { generateSecretsKey } from '../src/secrets';
 import { createActivities } from '../temporal/activities';
 import { createWorker, runWorker } from '../temporal/worker';
-import { benchDatabase, benchTemporal, log, machineLine, percentile, pool, positiveIntArg as arg } from './lib';
+import { Client } from 'pg';
+import { benchDatabase, benchTemporal, cpuProfile, log, machineLine, optionArg, percentile, pool, positiveIntArg as arg, processCpuMs, temporalServerPid } from './lib';
 
 const PHONE_ID = '106540352242922';
 const APP_SECRET = 'bench-app-secret';
@@ -67,6 +72,7 @@ export async function run(args: string[]): Promise<void> {
   const concurrency = arg(args, 'concurrency', 10);
   const rounds = arg(args, 'rounds', 3);
   const warmup = arg(args, 'warmup', 50);
+  const profile = optionArg(args, 'cpu-prof');
   log(machineLine());
   const [db, temporal, provider] = await Promise.all([benchDatabase(), benchTemporal(), startProvider()]);
   const suffix = randomBytes(4).toString('hex');
@@ -142,23 +148,44 @@ export async function run(args: string[]): Promise<void> {
     await sent;
     return performance.now() - t0;
   };
-  const measure = async (count: number, one: () => Promise<number>) => {
-    const times: number[] = [];
-    const t0 = performance.now();
-    await pool(count, concurrency, async () => void times.push(await one()));
-    return { p50: percentile(times, 50), p99: percentile(times, 99), perSecond: (count / (performance.now() - t0)) * 1000 };
+  // CPU per message: this process, the database's backends, the Temporal server (when it is the bench's own).
+  const temporalPid = temporalServerPid(temporal.address);
+  const pg = new Client({ connectionString: db.url });
+  await pg.connect();
+  const cpuNow = async () => {
+    const pids = (await pg.query<{ pid: number }>('select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()')).rows.map((r) => r.pid);
+    return { self: processCpuMs('self'), temporal: temporalPid ? processCpuMs(temporalPid) : 0, pg: new Map(pids.map((pid) => [pid, processCpuMs(pid)])) };
   };
+  /** Until the conversations of the side closed (none running): the worker's share of each message is in. */
+  const settled = async () => {
+    while ((await pg.query("select 1 from executions where status = 'running' limit 1")).rowCount) await new Promise((r) => setTimeout(r, 20));
+  };
+  const measure = async (count: number, one: () => Promise<number>, file?: string) => {
+    const times: number[] = [];
+    const before = await cpuNow();
+    const t0 = performance.now();
+    await cpuProfile(file, () => pool(count, concurrency, async () => void times.push(await one())));
+    const perSecond = (count / (performance.now() - t0)) * 1000;
+    await settled();
+    const after = await cpuNow();
+    const pgMs = [...after.pg].reduce((a, [pid, ms]) => a + ms - (before.pg.get(pid) ?? 0), 0);
+    const cpu = { self: (after.self - before.self) / count, pg: pgMs / count, temporal: (after.temporal - before.temporal) / count };
+    return { p50: percentile(times, 50), p99: percentile(times, 99), perSecond, cpu };
+  };
+  const cpuLine = (c: { self: number; pg: number; temporal: number }) =>
+    `CPU ms/message: bench process ${c.self.toFixed(1)}, PostgreSQL ${c.pg.toFixed(1)}${temporalPid ? `, Temporal ${c.temporal.toFixed(1)}` : ''}, total ${(c.self + c.pg + c.temporal).toFixed(1)}`;
 
   await measure(warmup, viaHook);
   await measure(warmup, viaApi);
   const hookP50: number[] = [];
   const apiP50: number[] = [];
   for (let r = 1; r <= rounds; r++) {
-    const h = await measure(n, viaHook);
-    const a = await measure(n, viaApi);
+    const h = await measure(n, viaHook, r === 1 && profile ? `${profile}.hook.cpuprofile` : undefined);
+    const a = await measure(n, viaApi, r === 1 && profile ? `${profile}.api.cpuprofile` : undefined);
     hookP50.push(h.p50);
     apiP50.push(a.p50);
     log(`round ${r}: hook → first Graph call p50 ${h.p50.toFixed(1)} ms p99 ${h.p99.toFixed(1)} ms ${h.perSecond.toFixed(0)}/s | POST /v1/messages → first call p50 ${a.p50.toFixed(1)} ms p99 ${a.p99.toFixed(1)} ms ${a.perSecond.toFixed(0)}/s`);
+    log(`  hook ${cpuLine(h.cpu)} | API ${cpuLine(a.cpu)}`);
   }
 
   // What only the hook does before the shared path: the signature and reading the payload.
@@ -172,6 +199,7 @@ export async function run(args: string[]): Promise<void> {
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   log(`signature + parsing: ${(perHookMs * 1000).toFixed(1)} µs a hook = ${((perHookMs / median(hookP50)) * 100).toFixed(4)} % of the hook's median p50`);
 
+  await pg.end();
   await worker.shutdown();
   server.close();
   await closeServices(services);

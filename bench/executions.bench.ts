@@ -65,6 +65,7 @@ import {
   positiveIntArg as arg,
   processCpuMs,
   roundStats,
+  temporalServerPid,
   threadCpuMs,
   threadCpuMsSince,
 } from './lib';
@@ -130,20 +131,6 @@ async function untilClosed(client: TemporalClient, workflowId: string): Promise<
       await new Promise((r) => setTimeout(r, 10));
     }
   }
-}
-
-/** The Temporal dev server listening on `address` (its command line names the port). */
-function temporalServerPid(address: string): number | undefined {
-  const port = address.split(':').pop();
-  for (const dir of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      const cmd = readFileSync(`/proc/${dir}/cmdline`, 'utf8').split('\0');
-      if (cmd.some((a) => a.endsWith('temporal')) && cmd.includes('start-dev') && cmd.includes(String(port))) return Number(dir);
-    } catch {
-      // Gone while we looked.
-    }
-  }
-  return undefined;
 }
 
 /**

@@ -90,6 +90,20 @@ export function processCpuMs(pid: number | 'self'): number {
   return statCpuMs(`/proc/${pid}/stat`)?.ms ?? 0;
 }
 
+/** The Temporal dev server listening on `address` (its command line names the port). */
+export function temporalServerPid(address: string): number | undefined {
+  const port = address.split(':').pop();
+  for (const dir of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const cmd = readFileSync(`/proc/${dir}/cmdline`, 'utf8').split('\0');
+      if (cmd.some((a) => a.endsWith('temporal')) && cmd.includes('start-dev') && cmd.includes(String(port))) return Number(dir);
+    } catch {
+      // Gone while we looked.
+    }
+  }
+  return undefined;
+}
+
 /**
  * CPU ms of this process's threads so far, summed by thread name without its number
  * (`main`, the SDK's workflow threads, the Rust core's, V8's GC helpers).

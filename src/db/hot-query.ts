@@ -45,6 +45,15 @@ export async function hotQuery<T>(pool: HotPool, statement: { name: string; text
   return (await pool.query({ name: statement.name, text: statement.text, values: params })).rows as T[];
 }
 
+/**
+ * A CTE body with knex's `?` bindings, composed into another module's statement (as is, or
+ * numbered with `numberedPlaceholders(sql, first)` into a named one).
+ */
+export interface SqlFragment {
+  sql: string;
+  bindings: unknown[];
+}
+
 /** What running one SQL text needs: `em.execute`, or `hotExecutor` on the hot pool. */
 export type SqlRunner = Pick<EntityManager, 'execute'>;
 
@@ -56,8 +65,8 @@ const statementsByText = new Map<string, { name: string; text: string }>();
  * (written here because knex's own conversion is bound to its query runner, which is the
  * cost this module avoids). Every `?` is a binding, as in knex: no `?` operators of jsonb.
  */
-export function numberedPlaceholders(sql: string): string {
-  let n = 0;
+export function numberedPlaceholders(sql: string, first = 1): string {
+  let n = first - 1;
   let quote: string | null = null;
   let out = '';
   for (const ch of sql) {

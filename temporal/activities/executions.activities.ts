@@ -33,7 +33,7 @@ import { failpoint } from '../../src/failpoints';
 import { serviceMetricsFor } from '../../src/telemetry/service-metrics';
 import { endpointsFromConfig, ProviderError } from '../../src/failures';
 import { ChannelRejectedError } from '../../src/modules/channels/fallback-adapter';
-import type { ExecutionContext, ExecutionSink, RunCompletion, SinkMessage, StepRecord } from '../../src/modules/executions/execution-sink';
+import type { ExecutionContext, ExecutionSink, RunCompletion, SendReceipt, SinkMessage, StepRecord } from '../../src/modules/executions/execution-sink';
 import { reopenAfterReset } from '../../src/modules/executions/execution.recorder';
 import {
   KnowledgeBaseMissingError,
@@ -168,7 +168,7 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
   };
 
   /** Delivers through the sink; a provider's final refusal becomes a non-retryable api error. */
-  const deliver = async (ctx: ExecutionContext, msg: SinkMessage): Promise<{ windowClosesAt?: number }> => {
+  const deliver = async (ctx: ExecutionContext, msg: SinkMessage): Promise<SendReceipt> => {
     try {
       return (await sink.deliver(ctx, msg)) ?? {};
     } catch (err) {
@@ -190,8 +190,8 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
     template?: MessageNodeSpec['template'],
   ) => {
     const msg: SinkMessage = { dedupeKey: `${ctx.executionId}:${step.nodeId}`, nodeId: step.nodeId, text, ...(template ? { template } : {}) };
-    await deliver(ctx, msg);
-    return await sink.recordSentStep(ctx, msg, { ...step, status: 'completed', startedAt: new Date(step.startedAt) }, completion);
+    const sent = await deliver(ctx, msg);
+    return await sink.recordSentStep(ctx, msg, { ...step, status: 'completed', startedAt: new Date(step.startedAt) }, completion, sent.sentRecord);
   };
 
   const sendMessageNode = async (ctx: ExecutionContext, node: MessageNodeSpec, startedAt: number, completion?: RunCompletion) =>
@@ -375,7 +375,7 @@ export function createExecutionActivities(deps: { services: Services; sink: Exec
         ...(askedAt !== undefined ? { saidAt: new Date(askedAt) } : {}),
       };
       const sent = await deliver(ctx, msg);
-      await sink.recordPrompt(ctx, msg);
+      await sink.recordPrompt(ctx, msg, sent.sentRecord);
       return sent.windowClosesAt !== undefined ? { windowClosesAt: sent.windowClosesAt } : {};
     },
 

@@ -99,6 +99,19 @@ describe('agent messages', () => {
     expect(meta.sends.filter((s) => s.body?.to === waId)).toEqual([]);
   });
 
+  it('a customer handed to a person opens the window with the message they write during the handoff: the reply goes out', async () => {
+    const waId = '15550400009';
+    // Known through our own API only (no window on the connection), then handed to a person.
+    await t.request.post('/v1/messages').set(bearer(admin)).send({ channel: 'whatsapp', customer_id: waId, message: 'hello' }).expect(201);
+    const customer = await customerOf(waId);
+    await t.request.post(`/v1/customers/${customer}/handoff`).set(bearer(admin)).send({ reason: 'A person answers' }).expect(201);
+    await hook(whatsAppText(PHONE_ID, waId, 'Is anyone there?').body).expect(200);
+    const res = await agentMessage(admin, customer, { text: 'Yes, Maria here.' });
+    expect(res.status).toBe(202);
+    expect(await ended(admin, customer, res.body.data.id)).toMatchObject({ sender: 'agent', delivery_status: 'sent' });
+    expect(meta.sends.filter((s) => s.body?.to === waId)).toHaveLength(1);
+  });
+
   it("ends failed with Meta's refusal, visible in the transcript", async () => {
     const waId = '15550400003';
     await hook(whatsAppText(PHONE_ID, waId, 'hello').body).expect(200);

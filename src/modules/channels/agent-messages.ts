@@ -171,7 +171,8 @@ export class AgentMessages {
     if (connectionId) {
       const connection = await this.em().findOne(ChannelConnection, { id: connectionId, organizationId: m.organizationId, deletedAt: null });
       if (!connection) throw new ChannelRejectedError(0, `channel connection ${connectionId} no longer exists`, ChannelErrorTypes.notConnected);
-      await delivery.send(connection, target, msg);
+      const { sentRecord } = await delivery.send(connection, target, msg);
+      if (sentRecord) await this.em().execute(sentRecord.sql, sentRecord.bindings);
       return;
     }
     // Recorded without a connection: the development default (CHANNEL_PROVIDER_URL, or the transcript alone).

@@ -17,17 +17,18 @@
  * 190) also marks the connection `unauthorized`, so later sends fail at once without calling it.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { hotExecutor, type SqlRunner } from '../../db/hot-query';
 import { ChannelErrorTypes } from '../../../temporal/failure-types';
 import type { Services } from '../../services';
 import { ChannelRejectedError, channelAdapterFor } from './fallback-adapter';
 import type { ExecutionContext } from '../executions/execution.recorder';
 import type { ExecutionSink, SendReceipt } from '../executions/execution-sink';
 import { ChannelConnection } from './channel.entity';
-import { ChannelService } from './channel.service';
+import { connectionOfRow, openSecretOf } from './channel-lookup';
 import { type ChannelSend, hasCustomerServiceWindow, type ProviderFailure, type SendTarget } from './channel-provider';
 import { providerOf } from './providers';
 import { customerServiceWindowMsOf } from '../../config';
-import { inboundConnectionSql, recipientOf, recordSent } from './message-status.writes';
+import { inboundConnectionSql, recipientOf, recordSentSql } from './message-status.writes';
 
 export type { ChannelSend, SendTarget } from './channel-provider';
 
@@ -52,45 +53,58 @@ const sendsMessages = (c: ChannelConnection) => providerOf(c.type).send !== unde
 
 const rejected = (type: string, message: string, status = 0) => new ChannelRejectedError(status, message, type);
 
-/** The recipient columns connectionFor reads beside each connection. */
-interface RecipientColumns {
+/** A row of connectionFor's read: a connection's columns (all null without any), and the recipient read beside it. */
+type ConnectionRow = Record<string, unknown> & {
   recipient_external_id: string | null;
   recipient_last_inbound_at: Date | null;
-}
+  inbound_connection_id: string | null;
+};
 
 export class ChannelDelivery {
   /** The customer's id and window on a connection, as connectionFor read them for the send that follows (this delivery is per activity). */
   private readonly recipients = new WeakMap<ChannelConnection, { external_id: string; last_inbound_at: Date | null }>();
 
-  constructor(private readonly services: Services) {}
+  /** The statements of every send, on the hot pool. */
+  private readonly hot: SqlRunner;
+
+  constructor(private readonly services: Services) {
+    this.hot = hotExecutor(services.hotPool);
+  }
 
   private em() {
     return this.services.orm.em.fork() as EntityManager;
   }
 
   /**
-   * The connection this execution's messages go through; undefined when the organization
-   * has no connection at all (the development default applies). Throws `channel_not_connected`
-   * when it has connections but none for this message.
+   * The connection this execution's messages go through, and the customer's id on the
+   * channel; `connection` undefined when the organization has no connection at all (the
+   * development default applies, to `externalId`). Throws `channel_not_connected` when it
+   * has connections but none for this message.
    */
-  async connectionFor(ctx: ExecutionContext): Promise<ChannelConnection | undefined> {
-    const em = this.em();
-    // One read: the organization's connections, each row carrying the one the execution's
-    // message came through and where the customer stands on it (`Recipient`, for the send's
-    // check). These were three round trips in every send's path before the provider call.
-    const rows = await em.getConnection().execute<Array<Record<string, unknown> & RecipientColumns & { inbound_connection_id: string | null }>>(
-      `select c.*, (${inboundConnectionSql}) as inbound_connection_id,
+  async connectionFor(ctx: ExecutionContext): Promise<{ connection: ChannelConnection | undefined; externalId: string | null }> {
+    // One read, on the hot pool (src/db/hot-query.ts): the customer's id on the channel, beside
+    // each of the organization's connections (one row of nulls without any), each row carrying
+    // the one the execution's message came through and where the customer stands on it (for
+    // the send's check). These were four round trips in every send's path before the provider call.
+    const rows = await this.hot.execute<ConnectionRow[]>(
+      `select c.*, case when c.id is not null then (${inboundConnectionSql}) end as inbound_connection_id,
               cu.external_id as recipient_external_id, w.last_inbound_at as recipient_last_inbound_at
-         from channel_connections c
+         from (select 1) one
          left join customers cu on cu.id = ?
-         left join channel_customer_windows w on w.connection_id = c.id and w.external_id = cu.external_id
-        where c.organization_id = ? and c.deleted_at is null`,
+         left join channel_connections c on c.organization_id = ? and c.deleted_at is null
+         left join channel_customer_windows w on w.connection_id = c.id and w.external_id = cu.external_id`,
       [ctx.executionId, ctx.customerId, ctx.organizationId],
     );
-    if (rows.length === 0) return undefined;
+    const externalId = rows[0]?.recipient_external_id ?? null;
+    if (!rows[0]?.id) return { connection: undefined, externalId };
+    return { connection: await this.choose(ctx, rows), externalId };
+  }
+
+  /** Of the organization's connections (`rows`), the one the execution's messages go through. */
+  private async choose(ctx: ExecutionContext, rows: ConnectionRow[]): Promise<ChannelConnection> {
     const all = rows.map((row) => {
       const { inbound_connection_id: _inbound, recipient_external_id, recipient_last_inbound_at, ...columns } = row;
-      const c = em.map(ChannelConnection, columns);
+      const c = connectionOfRow(columns);
       if (recipient_external_id !== null) this.recipients.set(c, { external_id: recipient_external_id, last_inbound_at: recipient_last_inbound_at });
       return c;
     });
@@ -98,14 +112,14 @@ export class ChannelDelivery {
     const inbound = rows[0]!.inbound_connection_id;
     const viaInbound = inbound ? byId(inbound) : undefined;
     if (viaInbound) return viaInbound;
-    const [wf] = await em.getConnection().execute<Array<{ channel_connection_id: string | null }>>('select channel_connection_id from workflows where id = ?', [ctx.workflowId]);
+    const [wf] = await this.hot.execute<Array<{ channel_connection_id: string | null }>>('select channel_connection_id from workflows where id = ?', [ctx.workflowId]);
     if (wf?.channel_connection_id) {
       const c = byId(wf.channel_connection_id);
       if (!c) throw rejected(ChannelErrorTypes.notConnected, `the workflow's channel connection ${wf.channel_connection_id} no longer exists`);
       return c;
     }
     const active = all.filter((c) => c.channel === ctx.channel && c.status === 'active');
-    if (active.length === 1) return active[0];
+    if (active.length === 1) return active[0]!;
     throw rejected(
       ChannelErrorTypes.notConnected,
       active.length === 0
@@ -159,7 +173,11 @@ export class ChannelDelivery {
     return { to: customer.external_id, last, open };
   }
 
-  /** Sends `msg` to the target's customer through `c` (its provider's `send`); keeps the provider's message id. */
+  /**
+   * Sends `msg` to the target's customer through `c` (its provider's `send`). The provider's
+   * message id is for the caller to keep: `sentRecord`, the write the step's or prompt's
+   * statement commits with it (a person's message writes it alone: agent-messages.ts).
+   */
   async send(c: ChannelConnection, ctx: SendTarget, msg: ChannelSend): Promise<ChannelSendReceipt> {
     const provider = providerOf(c.type);
     if (!provider.send) throw rejected(ChannelErrorTypes.undeliverable, `channel connection ${c.id} (${c.type}) sends no messages outside a call`);
@@ -167,18 +185,18 @@ export class ChannelDelivery {
     const window = { open: check.open, last: check.last };
     const refusal = provider.canSend(msg, window, c);
     if (refusal) throw rejected(ChannelErrorTypes.windowClosed, refusal);
-    const em = this.em();
-    const svc = new ChannelService(em, this.services.config);
     let providerMessageId: string | undefined;
     try {
-      providerMessageId = await provider.send({ connection: c, config: this.services.config, secret: (name) => svc.openSecret(c, name), to: check.to, target: ctx, msg, window });
+      providerMessageId = await provider.send({ connection: c, config: this.services.config, secret: (name) => openSecretOf(this.services.config, c, name), to: check.to, target: ctx, msg, window });
     } catch (err) {
       const failure = provider.mapError(err, c);
       if (!failure) throw err;
       throw await this.failed(c, failure, err);
     }
-    if (providerMessageId) await recordSent(em, { organizationId: ctx.organizationId, connectionId: c.id, dedupeKey: msg.dedupeKey, providerMessageId });
-    return hasCustomerServiceWindow(provider, c) && check.open ? { windowClosesAt: check.last!.getTime() + customerServiceWindowMsOf(this.services.config) } : {};
+    return {
+      ...(hasCustomerServiceWindow(provider, c) && check.open ? { windowClosesAt: check.last!.getTime() + customerServiceWindowMsOf(this.services.config) } : {}),
+      ...(providerMessageId ? { sentRecord: recordSentSql({ organizationId: ctx.organizationId, connectionId: c.id, dedupeKey: msg.dedupeKey, providerMessageId }) } : {}),
+    };
   }
 
   /** What a provider's failure does: retried (thrown as is), or the step's final error (a refused token marking the connection). */
@@ -210,11 +228,20 @@ export function executionSender(services: Services): ExecutionSink['deliver'] {
   const em = () => services.orm.em.fork() as EntityManager;
   const adapter = channelAdapterFor(services.config);
   const channels = new ChannelDelivery(services);
-
-  const externalIdOf = async (ctx: ExecutionContext): Promise<string | null> => {
-    if (!ctx.customerId) return null;
-    const [row] = await em().execute<Array<{ external_id: string }>>('select external_id from customers where id = ?', [ctx.customerId]);
-    return row?.external_id ?? null;
+  /**
+   * The route of each activity's messages, by its context object: the nodes of a run of
+   * messages (one activity, one context) go through the connection read for the first, one
+   * read a run instead of one a node. A failed read is not kept (a run stops at its first failure).
+   */
+  const routes = new WeakMap<ExecutionContext, ReturnType<ChannelDelivery['connectionFor']>>();
+  const routeOf = (ctx: ExecutionContext) => {
+    let route = routes.get(ctx);
+    if (!route) {
+      route = channels.connectionFor(ctx);
+      routes.set(ctx, route);
+      route.catch(() => routes.delete(ctx));
+    }
+    return route;
   };
 
   // Read only: the twilio_voice provider owns voice_calls.
@@ -225,7 +252,7 @@ export function executionSender(services: Services): ExecutionSink['deliver'] {
     // A call hears its messages in the TwiML answers of the voice hook (providers/twilio_voice): the
     // transcript row is the delivery. Other voice-channel conversations go through the provider.
     if (ctx.channel === 'voice' && (await isPhoneCall(ctx.executionId))) return;
-    const connection = await channels.connectionFor(ctx);
+    const { connection, externalId } = await routeOf(ctx);
     if (connection) return await channels.send(connection, ctx, msg);
     if (adapter.name === 'transcript' && services.config.NODE_ENV === 'production') {
       throw new ChannelRejectedError(0, `no ${ctx.channel} connection in this organization (POST /v1/channels)`, ChannelErrorTypes.notConnected);
@@ -235,7 +262,7 @@ export function executionSender(services: Services): ExecutionSink['deliver'] {
       organizationId: ctx.organizationId,
       channel: ctx.channel,
       customerId: ctx.customerId,
-      externalId: adapter.name === 'http' ? await externalIdOf(ctx) : null,
+      externalId: adapter.name === 'http' ? externalId : null,
       executionId: ctx.executionId,
       nodeId: msg.nodeId,
       text: msg.text,

@@ -30,8 +30,8 @@ import { ChannelConnection, type ChannelSecretName } from './channel.entity';
 import type { ChannelHook, HookRequest, HookSummary, ParsedHook } from './channel-provider';
 import { providerOf } from './providers';
 import { ownsProviderId } from './providers/meta/meta-hook';
-import { ChannelService, channelNotFound } from './channel.service';
-import { applyDeliveryStatus, recordInboundTime } from './message-status.writes';
+import { channelNotFound, connectionForHook, openSecretOf } from './channel-lookup';
+import { applyDeliveryStatus, inboundTimeWrite } from './message-status.writes';
 
 const ID_PATTERN = /^chn_[A-Za-z0-9]{1,60}$/;
 const FORM_PATH = /^\/hooks\/channels\/([^/]*)$/;
@@ -73,13 +73,12 @@ type Hooked = { hook: ChannelHook; connection: ChannelConnection; secret: (name:
 /** The connection and its provider's hook; 404 for a connection whose provider has no hook here. */
 async function hookedConnection(services: Services, id: string): Promise<Hooked> {
   if (!ID_PATTERN.test(id)) throw channelNotFound();
-  const svc = new ChannelService(services.orm.em.fork(), services.config);
-  const connection = await svc.getForHook(id);
+  const connection = await connectionForHook(services.hotPool, id);
   const provider = providerOf(connection.type);
   if (!provider.hook) throw channelNotFound();
   // The address the provider was given (behind a proxy the request's own URL may differ): what Twilio signs.
   const url = provider.webhookUrl?.(services.config, connection.id) ?? `${services.config.BASE_URL}/hooks/channels/${connection.id}`;
-  return { hook: provider.hook, connection, secret: (name) => svc.openSecret(connection, name), url };
+  return { hook: provider.hook, connection, secret: (name) => openSecretOf(services.config, connection, name), url };
 }
 
 function hookRequest(ctx: Context, hooked: Hooked): HookRequest {
@@ -173,18 +172,23 @@ async function processContent(services: InboundServices, hooked: ChannelConnecti
     try {
       // The intake of POST /v1/messages (inbound-state.ts): one organization's flood through its
       // provider waits its turn there while other organizations' messages are recorded.
-      const received = await services.intake.run(c.organizationId, async () => {
-        // Before the message: an execution it resumes may answer at once, inside the window it opens.
-        await recordInboundTime(em, c.id, m.externalId, m.sentAt);
-        return await receiveMessage(services, c.organizationId, {
-          channel: c.channel,
-          customer_id: m.externalId,
-          message: m.text,
-          metadata: { ...m.metadata, channel_connection_id: c.id },
-          ...(m.name ? { customer: { name: m.name } } : {}),
-          provider_message_id: m.providerMessageId,
-        });
-      });
+      const received = await services.intake.run(c.organizationId, () =>
+        receiveMessage(
+          services,
+          c.organizationId,
+          {
+            channel: c.channel,
+            customer_id: m.externalId,
+            message: m.text,
+            metadata: { ...m.metadata, channel_connection_id: c.id },
+            ...(m.name ? { customer: { name: m.name } } : {}),
+            provider_message_id: m.providerMessageId,
+          },
+          undefined,
+          // The customer's window on the connection, in the message's statement.
+          { companion: inboundTimeWrite(c.id, m.externalId, m.sentAt) },
+        ),
+      );
       if (received.duplicate) summary.duplicates++;
       else summary.messages++;
     } catch (err) {

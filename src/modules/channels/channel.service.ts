@@ -14,7 +14,7 @@ import { newId, randomBase62 } from '../../ids';
 import { keyringOf, sealedAt } from '../../secrets';
 import { ChannelConnection, type ChannelSecretName } from './channel.entity';
 import { providerOf } from './providers';
-import { channelNotFound, connectionForHook, openSecretOf } from './channel-lookup';
+import { channelNotFound, openSecretOf } from './channel-lookup';
 import type { ChannelConnectionIn, ChannelConnectionUpdate } from './channel.schemas';
 
 export { channelNotFound } from './channel-lookup';
@@ -81,11 +81,6 @@ export class ChannelService {
     const c = await this.em.findOne(ChannelConnection, { id, organizationId, deletedAt: null });
     if (!c) throw channelNotFound();
     return c;
-  }
-
-  /** A live connection by id alone: the hook receiver's lookup (the path names it; the signature proves the sender). */
-  async getForHook(id: string): Promise<ChannelConnection> {
-    return await connectionForHook(this.em, id);
   }
 
   async update(organizationId: string, id: string, input: ChannelConnectionUpdate): Promise<ChannelConnection> {

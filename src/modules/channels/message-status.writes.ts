@@ -11,23 +11,27 @@
  *   Meta's 24-hour customer service window starts (its length: customerServiceWindowMsOf in config.ts).
  * - which connection an execution's inbound message came through (`messages.metadata`).
  */
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { SqlFragment, SqlRunner } from '../../db/hot-query';
 import { newId } from '../../ids';
 import { insertEventsSql } from '../events/outbox';
+import type { CompanionWrite } from '../inbound/inbound-message';
 import type { StatusItem } from './channel-provider';
 
-type Sql = Pick<EntityManager, 'getConnection'>;
-const run = <T>(em: Sql, sql: string, params: unknown[]) => em.getConnection().execute<T[]>(sql, params);
+/** An EntityManager, or the hot pool's runner (src/db/hot-query.ts). */
+type Sql = SqlRunner;
+const run = <T>(em: Sql, sql: string, params: unknown[]) => em.execute<T[]>(sql, params);
 
-/** Records an inbound message's time on its connection (kept the latest: redeliveries and reorderings do not move it back). */
-export async function recordInboundTime(em: Sql, connectionId: string, externalId: string, at: Date): Promise<void> {
-  await run(
-    em,
-    `insert into channel_customer_windows (connection_id, external_id, last_inbound_at) values (?, ?, ?)
+/**
+ * Records an inbound message's time on its connection (kept the latest: redeliveries and
+ * reorderings do not move it back), in the message's own statement: committed with it, so
+ * before any execution it starts or resumes answers inside the window it opens.
+ */
+export const inboundTimeWrite = (connectionId: string, externalId: string, at: Date): CompanionWrite => ({
+  name: 'customer-window',
+  sql: `insert into channel_customer_windows (connection_id, external_id, last_inbound_at) values (?::text, ?::text, ?::timestamptz)
      on conflict (connection_id, external_id) do update set last_inbound_at = greatest(channel_customer_windows.last_inbound_at, excluded.last_inbound_at)`,
-    [connectionId, externalId, at],
-  );
-}
+  bindings: [connectionId, externalId, at],
+});
 
 /** The customer's id on the channel and their last inbound time on the connection (null: never wrote there). */
 export async function recipientOf(em: Sql, connectionId: string, customerId: string): Promise<Array<{ external_id: string; last_inbound_at: Date | null }>> {
@@ -46,15 +50,12 @@ export async function recipientOf(em: Sql, connectionId: string, customerId: str
  */
 export const inboundConnectionSql = `select m.metadata->>'channel_connection_id' from executions e join messages m on m.id = e.message_id where e.id = ?`;
 
-/** Records an outbound message the provider accepted (an activity retry that sent nothing new changes nothing). */
-export async function recordSent(em: Sql, d: { organizationId: string; connectionId: string; dedupeKey: string; providerMessageId: string }): Promise<void> {
-  await run(
-    em,
-    `insert into channel_deliveries (connection_id, provider_message_id, organization_id, dedupe_key) values (?, ?, ?, ?)
+/** An outbound message the provider accepted (an activity retry that sent nothing new changes nothing), as a statement's CTE body. */
+export const recordSentSql = (d: { organizationId: string; connectionId: string; dedupeKey: string; providerMessageId: string }): SqlFragment => ({
+  sql: `insert into channel_deliveries (connection_id, provider_message_id, organization_id, dedupe_key) values (?, ?, ?, ?)
      on conflict do nothing`,
-    [d.connectionId, d.providerMessageId, d.organizationId, d.dedupeKey],
-  );
-}
+  bindings: [d.connectionId, d.providerMessageId, d.organizationId, d.dedupeKey],
+});
 
 /**
  * Applies a provider's status to the message it names, forward only, with its

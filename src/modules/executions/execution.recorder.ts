@@ -10,7 +10,7 @@
  * that decide which execution an inbound reply belongs to.
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { SqlRunner } from '../../db/hot-query';
+import type { SqlFragment, SqlRunner } from '../../db/hot-query';
 import { newId } from '../../ids';
 import type { EventType } from '../events/event.entity';
 import { insertEventsSql, outboxEventRow, TRACED_EVENT_COLUMNS } from '../events/outbox';
@@ -123,11 +123,19 @@ const hasCustomer = (ctx: ExecutionContext): ctx is ExecutionContext & { custome
  * Stores an outbound message in the transcript (once per dedupe key) with its
  * `message.sent` event, in one statement. Without a customer there is no transcript to write.
  */
-export async function storeOutboundMessage(em: SqlRunner, ctx: ExecutionContext, msg: { dedupeKey: string; nodeId: string; text: string; saidAt?: Date }): Promise<void> {
-  if (!hasCustomer(ctx)) return;
-  const writes = outboundMessageWrites(ctx, msg);
-  await em.execute(`with ${writes.sql} select 1`, writes.bindings);
+export async function storeOutboundMessage(
+  em: SqlRunner,
+  ctx: ExecutionContext,
+  msg: { dedupeKey: string; nodeId: string; text: string; saidAt?: Date },
+  also?: SqlFragment,
+): Promise<void> {
+  const writes = [...(hasCustomer(ctx) ? [outboundMessageWrites(ctx, msg)] : []), ...(also ? [alsoWrite(also)] : [])];
+  if (writes.length === 0) return;
+  await em.execute(`with ${writes.map((w) => w.sql).join(', ')} select 1`, writes.flatMap((w) => w.bindings));
 }
+
+/** A caller's fragment (the channel's delivery record) as a CTE of the statement. */
+const alsoWrite = (f: SqlFragment): SqlFragment => ({ sql: `also_written as (${f.sql})`, bindings: f.bindings });
 
 /** What a sent step's statement found, besides writing. */
 export interface SentStepResult {
@@ -152,18 +160,21 @@ export async function recordSentStep(
   msg: { dedupeKey: string; nodeId: string; text: string },
   step: StepRecord,
   completion?: Completion,
+  also?: SqlFragment,
 ): Promise<SentStepResult> {
   // Without a customer there is no transcript to write: the step alone.
   const writes = hasCustomer(ctx) ? outboundMessageWrites(ctx, msg) : undefined;
   const insert = stepInsert(ctx, step);
   // The last node of an execution may also finish it here: one commit instead of two.
   const finish = completion ? finishWrites(ctx.executionId, completion) : undefined;
+  // The channel's record of the send (channel_deliveries) commits with the step.
+  const extra = also ? alsoWrite(also) : undefined;
   const [row] = await em.execute<Array<{ inserted: boolean; earlier: Record<string, unknown> | null; status: ExecutionStatus | null }>>(
-    `with ${writes ? `${writes.sql}, ` : ''}step as (${insert.sql})${finish ? `, ${finish.sql}` : ''}
+    `with ${writes ? `${writes.sql}, ` : ''}step as (${insert.sql})${finish ? `, ${finish.sql}` : ''}${extra ? `, ${extra.sql}` : ''}
      select exists (select 1 from step) as inserted,
             (select output from execution_steps where execution_id = ? and node_id = ?) as earlier,
             (select status from executions where id = ?) as status`,
-    [...(writes?.bindings ?? []), ...insert.bindings, ...(finish?.bindings ?? []), ctx.executionId, step.nodeId, ctx.executionId],
+    [...(writes?.bindings ?? []), ...insert.bindings, ...(finish?.bindings ?? []), ...(extra?.bindings ?? []), ctx.executionId, step.nodeId, ctx.executionId],
   );
   return { inserted: row!.inserted, earlierOutput: row!.earlier ?? undefined, status: row!.status };
 }

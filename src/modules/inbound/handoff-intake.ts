@@ -13,14 +13,14 @@
  * A message whose check ran just before a handoff committed acts as if it had arrived before
  * it (the handoff then closes the form it may open only if it was already waiting).
  */
-import { hotQuery } from '../../db/hot-query';
+import { hotQuery, numberedPlaceholders } from '../../db/hot-query';
 import { claimLostCheckSql, type HeldClaim, recoveryPointCteSql } from '../../http/idempotency';
 import { newId } from '../../ids';
 import { insertInboundMessageSql } from '../conversations/conversation.writes';
 import { countInboundCustomerCtes } from '../customers/customer.writes';
 import { insertEventsSql, outboxEventJson as eventRow, TRACED_EVENT_COLUMNS } from '../events/outbox';
 import type { InboundServices } from './inbound-state';
-import type { InboundMessage } from './inbound-message';
+import type { CompanionWrite, InboundMessage } from './inbound-message';
 import { messageReceivedEvent, Redelivery } from './message.writes';
 
 /** The message's outcome while its customer is handed off. */
@@ -29,8 +29,8 @@ export const HANDED_OFF_REASON = 'handed_off';
 /** Whether the statement wrote the message (the customer is handed off, and it is no redelivery). */
 const WRITTEN = 'exists (select 1 from cust)';
 
-const write = (idempotent: boolean) => ({
-  name: idempotent ? 'inbound-message-write-handed-off-idempotent' : 'inbound-message-write-handed-off',
+const write = (idempotent: boolean, companion?: CompanionWrite) => ({
+  name: `${idempotent ? 'inbound-message-write-handed-off-idempotent' : 'inbound-message-write-handed-off'}${companion ? `+${companion.name}` : ''}`,
   text: `with handed as (
       select c.id from customers c
        where c.organization_id = $1::text and c.channel = $2::text and c.external_id = $3::text
@@ -65,10 +65,21 @@ const write = (idempotent: boolean) => ({
       ${recoveryPointCteSql({
         organizationId: '$1::text', key: '$12::text', token: '$13::text', point: `jsonb_build_object('message_id', $5::text, 'status', 'ignored')`, when: WRITTEN,
       })}
+    )` : ''}${companion ? `,
+    companion as (
+      ${numberedPlaceholders(companion.sql, idempotent ? 14 : 12)}
     )` : ''}
     select (select id from handed) as customer_id, exists (select 1 from dup) as duplicate${idempotent ? `, ${claimLostCheckSql('idem', WRITTEN)} as claim_held` : ''}`,
 });
 const WRITES = [write(false), write(true)] as const;
+/** With a companion write (message.writes.ts): by its name, then as WRITES. */
+const COMPANION_WRITES = new Map<string, Array<{ name: string; text: string }>>();
+const writeStatement = (idempotent: boolean, companion: CompanionWrite | undefined) => {
+  if (!companion) return WRITES[idempotent ? 1 : 0];
+  let variants = COMPANION_WRITES.get(companion.name);
+  if (!variants) COMPANION_WRITES.set(companion.name, (variants = [write(false, companion), write(true, companion)]));
+  return variants[idempotent ? 1 : 0]!;
+};
 
 /**
  * Records `msg` if its customer is handed off: the message's id and customer id, or
@@ -81,6 +92,7 @@ export async function recordIfHandedOff(
   msg: InboundMessage,
   language: string | undefined,
   claim?: HeldClaim,
+  companion?: CompanionWrite,
 ): Promise<{ messageId: string; customerId: string } | undefined> {
   const messageId = newId('message');
   const now = new Date();
@@ -95,7 +107,7 @@ export async function recordIfHandedOff(
           occurredAt: now,
           data: { customer_id: null, external_id: msg.customer_id, channel: msg.channel, name, changed: ['name'] },
         });
-  const write = hotQuery<{ customer_id: string | null; duplicate: boolean }>(services.hotPool, WRITES[claim ? 1 : 0], [
+  const write = hotQuery<{ customer_id: string | null; duplicate: boolean }>(services.hotPool, writeStatement(claim !== undefined, companion), [
     organizationId, // $1
     msg.channel, // $2
     msg.customer_id, // $3
@@ -108,6 +120,7 @@ export async function recordIfHandedOff(
     JSON.stringify(received), // $10
     renamed === null ? null : JSON.stringify(renamed), // $11
     ...(claim ? [claim.key, claim.token] : []), // $12, $13
+    ...(companion?.bindings ?? []),
   ]);
   // A first delivery committed after the statement's snapshot: its unique index answers.
   const [row] = await write.catch((err: unknown) => {

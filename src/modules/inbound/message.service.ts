@@ -33,7 +33,7 @@ import { type InboundOutcome, reportConflicts } from './message.conflicts';
 import { deliverReply } from '../executions/reply-delivery';
 import { dispatchBurst } from '../debounce/burst-closer';
 import type { MessageTargets } from './message-targets';
-import type { InboundMessage } from './inbound-message';
+import type { CompanionWrite, InboundMessage } from './inbound-message';
 import { CustomerExists, Redelivery, writeMessage } from './message.writes';
 import { HANDED_OFF_REASON, recordIfHandedOff } from './handoff-intake';
 import { isDeadlockOrSerialization, retrying } from '../../db/transaction';
@@ -122,6 +122,8 @@ export interface ReceiveOptions {
   replyDelivery?: 'background' | 'caller';
   /** The request's `Idempotency-Key` claim: the write records its recovery point in it. */
   claim?: HeldClaim;
+  /** The caller's write that commits with the message, in its statement (the channel hook's customer window). */
+  companion?: CompanionWrite;
 }
 
 /** `prefetched`: `readTargets` of this message, already started; read here when absent. */
@@ -177,10 +179,10 @@ async function receiveNew(
     // A customer handed to a person: recorded, nothing started or resumed (docs/handoff.md).
     // Looked for only where the plan says a handoff may be in force: a handoff begun since
     // the plan was read changed its version, and the write below refuses it.
-    const handedOff = targets.handoffs ? await recordIfHandedOff(services, organizationId, msg, language, options.claim) : undefined;
+    const handedOff = targets.handoffs ? await recordIfHandedOff(services, organizationId, msg, language, options.claim, options.companion) : undefined;
     if (handedOff) return { handedOff };
     try {
-      return { recorded: await writeMessage(services.hotPool, targets, { organizationId, msg, language, claim: options.claim }) };
+      return { recorded: await writeMessage(services.hotPool, targets, { organizationId, msg, language, claim: options.claim, companion: options.companion }) };
     } catch (err) {
       if ((err as { constraint?: string }).constraint === MESSAGE_ID_KEY) throw new Redelivery();
       throw err;

@@ -39,6 +39,8 @@
  *    made from (`check_message_target_version`): when they changed, the statement fails
  *    with `WAT01` and undoes itself, and the caller reads them again and writes again.
  *
+ * A caller's `CompanionWrite` (the channel hook's customer window) is one more CTE.
+ *
  * With an `Idempotency-Key`, the statement also records the request's recovery point (the
  * message's id) in the key's claim (`recoveryPointCteSql`, src/http/idempotency.ts), and
  * fails when the claim was taken over: the message and the point commit together, so a
@@ -67,7 +69,7 @@
  */
 import type { HotPool } from '../../db/hot-query';
 import { claimLostCheckSql, type HeldClaim, recoveryPointCteSql } from '../../http/idempotency';
-import { hotQuery } from '../../db/hot-query';
+import { hotQuery, numberedPlaceholders } from '../../db/hot-query';
 import { newId } from '../../ids';
 import { insertInboundMessageSql } from '../conversations/conversation.writes';
 import { countInboundCustomerCtes, type InboundCustomerSql, insertInboundCustomerCte } from '../customers/customer.writes';
@@ -84,7 +86,7 @@ import {
 } from '../executions/execution.starter';
 import { type BurstTargetRow, burstMissedSql, joinOrOpenBurstsCtes } from '../debounce/debounce.writes';
 import { type FiringRow, firingEventData, firingMetadata, insertFiringRowsSql } from '../triggers/trigger-firing';
-import type { InboundMessage } from './inbound-message';
+import type { CompanionWrite, InboundMessage } from './inbound-message';
 import type { MessageTargets } from './message-targets';
 import { planConflicts, type ReplacedExecution, type SkippedStart, sortStarts } from './message.conflicts';
 
@@ -200,8 +202,8 @@ const STARTED_ITS_EXECUTION = 'claim.id is null and exists (select 1 from first_
  * count (known one), skipped for a redelivery (`dup`), and every other write needs the
  * customer's row.
  */
-const write = (name: string, customer: string, idempotent: boolean) => ({
-  name: idempotent ? `${name}-idempotent` : name,
+const write = (name: string, customer: string, idempotent: boolean, companion: CompanionWrite | undefined) => ({
+  name: `${idempotent ? `${name}-idempotent` : name}${companion ? `+${companion.name}` : ''}`,
   text: `with dup as (
       select 1 from messages where organization_id = $1::text and channel = $2::text and provider_message_id = $14::text
     ),
@@ -248,6 +250,9 @@ const write = (name: string, customer: string, idempotent: boolean) => ({
     )${idempotent ? `,
     idem as (
       ${recoveryPointCteSql({ organizationId: '$1::text', key: '$23::text', token: '$24::text', point: "jsonb_build_object('message_id', $6::text)", when: WRITTEN })}
+    )` : ''}${companion ? `,
+    companion as (
+      ${numberedPlaceholders(companion.sql, idempotent ? 25 : 23)}
     )` : ''}
     select v.current,${idempotent ? ` ${claimLostCheckSql('idem', WRITTEN)} as claim_held,` : ''} exists (select 1 from dup) as duplicate, exists (select 1 from cust) as written, claim.id, claim.workflow_id, claim.waiting_key,
            array(select id from ex) as started, array(select id from queued) as queued, array(select jsonb_build_object('id', id, 'workflow_id', data->>'workflow_id') from replaced) as replaced,
@@ -265,14 +270,21 @@ const write = (name: string, customer: string, idempotent: boolean) => ({
 /** Whether the statement wrote the message (its customer row was written: not a redelivery, the customer not found existing). */
 const WRITTEN = 'exists (select 1 from cust)';
 const SKIP_REDELIVERY = 'exists (select 1 from dup)';
-/** The statements by [known customer][idempotent]: one without an `Idempotency-Key` pays nothing for it. */
-const WRITES = [false, true].map((known) =>
-  [false, true].map((idempotent) =>
-    known
-      ? write('inbound-message-write-known-customer', countInboundCustomerCtes(CUSTOMER, SKIP_REDELIVERY), idempotent)
-      : write('inbound-message-write-new-customer', insertInboundCustomerCte(CUSTOMER, SKIP_REDELIVERY), idempotent),
-  ),
-);
+/** The statement for a known customer or not, with an `Idempotency-Key` or not (one without pays nothing for it), and a companion write. */
+const statement = (known: boolean, idempotent: boolean, companion: CompanionWrite | undefined) =>
+  known
+    ? write('inbound-message-write-known-customer', countInboundCustomerCtes(CUSTOMER, SKIP_REDELIVERY), idempotent, companion)
+    : write('inbound-message-write-new-customer', insertInboundCustomerCte(CUSTOMER, SKIP_REDELIVERY), idempotent, companion);
+/** The statements by [known customer][idempotent], without a companion write. */
+const WRITES = [false, true].map((known) => [false, true].map((idempotent) => statement(known, idempotent, undefined)));
+/** With a companion write: by its name, then as WRITES. */
+const COMPANION_WRITES = new Map<string, Array<Array<{ name: string; text: string }>>>();
+const writeStatement = (known: boolean, idempotent: boolean, companion: CompanionWrite | undefined) => {
+  if (!companion) return WRITES[known ? 1 : 0]![idempotent ? 1 : 0]!;
+  let variants = COMPANION_WRITES.get(companion.name);
+  if (!variants) COMPANION_WRITES.set(companion.name, (variants = [false, true].map((k) => [false, true].map((i) => statement(k, i, companion)))));
+  return variants[known ? 1 : 0]![idempotent ? 1 : 0]!;
+};
 
 export interface WrittenMessage {
   messageId: string;
@@ -324,9 +336,9 @@ export function messageReceivedEvent(organizationId: string, messageId: string, 
 export async function writeMessage(
   pool: HotPool,
   targets: MessageTargets,
-  m: { organizationId: string; msg: InboundMessage; language: string | undefined; claim?: HeldClaim | undefined },
+  m: { organizationId: string; msg: InboundMessage; language: string | undefined; claim?: HeldClaim | undefined; companion?: CompanionWrite | undefined },
 ): Promise<WrittenMessage> {
-  const { organizationId, msg, language, claim } = m;
+  const { organizationId, msg, language, claim, companion } = m;
   const now = new Date();
   const customerId = targets.customerId ?? newId('customer');
   const messageId = newId('message');
@@ -337,7 +349,7 @@ export async function writeMessage(
   const json = (v: unknown) => JSON.stringify(v);
   const [row] = await hotQuery<
     { duplicate: boolean; written: boolean; id: string | null; started: string[]; queued: string[]; replaced: ReplacedExecution[]; bursts: DebouncedBurst[] } & ClaimedWait
-  >(pool, WRITES[targets.customerId ? 1 : 0]![claim ? 1 : 0]!, [
+  >(pool, writeStatement(Boolean(targets.customerId), claim !== undefined, companion), [
     organizationId, // $1
     msg.channel, // $2
     msg.customer_id, // $3
@@ -361,6 +373,7 @@ export async function writeMessage(
     json(plan.conflicts.replace), // $21
     json(plan.bursts), // $22
     ...(claim ? [claim.key, claim.token] : []), // $23, $24
+    ...(companion?.bindings ?? []),
   ]);
   if (row!.duplicate) throw new Redelivery();
   if (!row!.written) throw new CustomerExists();

@@ -86,7 +86,7 @@ export function voiceHooks(services: InboundServices) {
     if (ctx.method !== 'POST') throw new AppError(405, 'METHOD_NOT_ALLOWED', 'The voice hook accepts POST requests only', { headers: { Allow: 'POST' } });
     const id = decodeURIComponent(match[2]!);
     if (!ID_PATTERN.test(id)) throw channelNotFound();
-    const connection = await connectionForHook(services.orm.em.fork() as EntityManager, id);
+    const connection = await connectionForHook(services.hotPool, id);
     if (connection.type !== 'twilio_voice') {
       if (!alias) return await next();
       throw channelNotFound();
