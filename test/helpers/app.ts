@@ -75,6 +75,11 @@ export async function createTestApp(env: Record<string, string> = {}, opts: { lo
     // had one message and one webhook answered 503 from a busy pool). Tests of the timeout
     // itself set their own (test/integration/errors/error-codes.cases.ts).
     DATABASE_ACQUIRE_TIMEOUT_MS: '10000',
+    // The same for a Temporal start: production's 1 s cut-off leaves the start to the worker's
+    // reconciler, which an in-process test worker does not run, so a start the loaded dev
+    // server answers late would never happen (a CI run's S3 export waited 60 s for one).
+    // Tests of the cut-off set their own (test/executions/starts/start-confirmation.cases.ts).
+    TEMPORAL_CALL_TIMEOUT_MS: '10000',
     REDIS_KEY_PREFIX: `wfa-test:${suffix}:`,
     TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
     TEMPORAL_TASK_QUEUE: `wfa-test-${suffix}`,
