@@ -18,7 +18,6 @@
  */
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
-import { koaBody } from 'koa-body';
 import { AppError } from '../../http/errors';
 import { ErrorOut, type OpenAPIRegistry, responseHeaders } from '../../http/openapi';
 import { z } from '../../http/zod';
@@ -31,13 +30,10 @@ import type { ChannelHook, HookRequest, HookSummary, ParsedHook } from './channe
 import { providerOf } from './providers';
 import { ownsProviderId } from './providers/meta/meta-hook';
 import { channelNotFound, connectionForHook, openSecretOf } from './channel-lookup';
+import { HOOK_ID_PATTERN, passedConnection, readHookForm } from './hook-forms.routes';
 import { applyDeliveryStatus, inboundTimeWrite } from './message-status.writes';
 
-const ID_PATTERN = /^chn_[A-Za-z0-9]{1,60}$/;
 const FORM_PATH = /^\/hooks\/channels\/([^/]*)$/;
-/** A provider's form fields are small (Twilio's message parameters): far below the JSON bound. */
-const MAX_FORM_BYTES = 64 * 1024;
-const parseForm = koaBody({ json: false, urlencoded: true, multipart: false, text: false, formLimit: MAX_FORM_BYTES, includeUnparsed: true });
 
 export function channelHooksRouter(services: InboundServices): Router {
   const router = new Router();
@@ -62,18 +58,18 @@ export function channelFormHooks(services: InboundServices) {
 }
 
 async function receiveForm(ctx: Context, next: Next, services: InboundServices, id: string): Promise<void> {
-  const hooked = await hookedConnection(services, id);
+  const hooked = await hookedConnection(services, id, passedConnection(ctx, id));
   if (hooked.hook.body !== 'form') return await next();
-  await parseForm(ctx, async () => undefined);
-  await receive(ctx, services, hooked);
+  const { rawBody, fields } = await readHookForm(ctx);
+  await receive(ctx, services, hooked, { rawBody, body: fields });
 }
 
 type Hooked = { hook: ChannelHook; connection: ChannelConnection; secret: (name: ChannelSecretName) => string | undefined; url: string };
 
 /** The connection and its provider's hook; 404 for a connection whose provider has no hook here. */
-async function hookedConnection(services: Services, id: string): Promise<Hooked> {
-  if (!ID_PATTERN.test(id)) throw channelNotFound();
-  const connection = await connectionForHook(services.hotPool, id);
+async function hookedConnection(services: Services, id: string, known?: ChannelConnection): Promise<Hooked> {
+  if (!HOOK_ID_PATTERN.test(id)) throw channelNotFound();
+  const connection = known ?? (await connectionForHook(services.hotPool, id));
   const provider = providerOf(connection.type);
   if (!provider.hook) throw channelNotFound();
   // The address the provider was given (behind a proxy the request's own URL may differ): what Twilio signs.
@@ -81,33 +77,34 @@ async function hookedConnection(services: Services, id: string): Promise<Hooked>
   return { hook: provider.hook, connection, secret: (name) => openSecretOf(services.config, connection, name), url };
 }
 
-function hookRequest(ctx: Context, hooked: Hooked): HookRequest {
+/** A received body: the exact text and its parse (a JSON body by the JSON layer, a form by `readHookForm`). */
+type ReceivedBody = { rawBody: string; body: unknown };
+
+function jsonBody(ctx: Context): ReceivedBody {
   // koa-body 8 with includeUnparsed keeps the exact text received at `ctx.request.rawBody`.
   const raw = (ctx.request as { rawBody?: unknown }).rawBody;
-  const rawBody = typeof raw === 'string' ? raw : '';
-  // A form's fields flat, as received (a repeated name keeps its last value: Twilio never repeats one).
-  const body = hooked.hook.body === 'form' ? Object.fromEntries(new URLSearchParams(rawBody)) : ctx.request.body;
+  return { rawBody: typeof raw === 'string' ? raw : '', body: ctx.request.body };
+}
+
+function hookRequest(ctx: Context, hooked: Hooked, { rawBody, body }: ReceivedBody): HookRequest {
   return { query: ctx.query, header: (name) => ctx.get(name), rawBody, body, url: hooked.url + (ctx.querystring ? `?${ctx.querystring}` : '') };
 }
 
 async function handshake(ctx: Context, services: Services): Promise<void> {
   const hooked = await hookedConnection(services, String(ctx.params.channel_id ?? ''));
-  const answer = hooked.hook.handshake(hookRequest(ctx, hooked), hooked.secret);
+  const answer = hooked.hook.handshake(hookRequest(ctx, hooked, jsonBody(ctx)), hooked.secret);
   ctx.status = 200;
   ctx.type = answer.type;
   ctx.body = answer.body;
 }
 
-async function receive(ctx: Context, services: InboundServices, hooked: Hooked): Promise<void> {
+async function receive(ctx: Context, services: InboundServices, hooked: Hooked, form?: ReceivedBody): Promise<void> {
   const { hook, connection, secret } = hooked;
-  // A form provider's POST reaches this route only when it is not a form (the form branch took the others).
-  if (hook.body === 'form' && !ctx.is('application/x-www-form-urlencoded')) {
+  // A form provider's POST reaches the JSON route only when it is not a form (the form branch took the others).
+  if (hook.body === 'form' && !form) {
     throw new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', `${connection.type} hooks are application/x-www-form-urlencoded`);
   }
-  const req = hookRequest(ctx, hooked);
-  if (hook.body === 'form' && Object.values(req.body as Record<string, string>).some((v) => v.includes('\u0000'))) {
-    throw new AppError(400, 'INVALID_REQUEST', 'NUL characters are not accepted');
-  }
+  const req = hookRequest(ctx, hooked, form ?? jsonBody(ctx));
   hook.verify(req, secret);
   const { items, content } = hook.parse(connection, req.body);
   const log = services.logger.child({ channel_connection_id: connection.id, request_id: ctx.state.requestId ?? null });

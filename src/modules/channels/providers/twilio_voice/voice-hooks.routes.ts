@@ -25,7 +25,6 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Context, Next } from 'koa';
-import { koaBody } from 'koa-body';
 import { validateRequest } from 'twilio/lib/webhooks/webhooks';
 import { AppError } from '../../../../http/errors';
 import { ErrorOut, type OpenAPIRegistry, responseHeaders } from '../../../../http/openapi';
@@ -35,6 +34,7 @@ import type { CustomerReply } from '../../../../../temporal/executions.shared';
 import type { VoiceItem } from '../../../../../temporal/voice.shared';
 import type { ChannelConnection } from '../../channel.entity';
 import { channelNotFound, connectionForHook, openSecretOf } from '../../channel-lookup';
+import { HOOK_ID_PATTERN, passConnection, readHookForm } from '../../hook-forms.routes';
 import type { InboundServices } from '../../../inbound/inbound-state';
 import { markReplyDelivered } from '../../../conversations/conversation.writes';
 import { receiveMessage } from '../../../inbound/message.service';
@@ -45,13 +45,9 @@ import { signalCallEnded, takeTurn, type TurnOutcome } from './voice-turns';
 
 export const TWILIO_SIGNATURE_HEADER = 'x-twilio-signature';
 const PATH = /^\/hooks\/(voice|channels)\/([^/]*)$/;
-const ID_PATTERN = /^chn_[A-Za-z0-9]{1,60}$/;
 /** Call statuses of the status callback that mean the caller is gone. */
 const ENDED_STATUSES = new Set(['completed', 'busy', 'no-answer', 'failed', 'canceled']);
 const NO_WORKFLOW = 'Sorry, we cannot take your call right now. Goodbye.';
-const MAX_FORM_BYTES = 64 * 1024;
-
-const form = koaBody({ json: false, urlencoded: true, multipart: false, text: false, formLimit: MAX_FORM_BYTES, includeUnparsed: true });
 
 /** What Twilio sends that the hook reads; the rest is signed but unused. */
 const CallRequest = z.object({
@@ -85,18 +81,15 @@ export function voiceHooks(services: InboundServices) {
     if (!alias && !isForm) return await next();
     if (ctx.method !== 'POST') throw new AppError(405, 'METHOD_NOT_ALLOWED', 'The voice hook accepts POST requests only', { headers: { Allow: 'POST' } });
     const id = decodeURIComponent(match[2]!);
-    if (!ID_PATTERN.test(id)) throw channelNotFound();
+    if (!HOOK_ID_PATTERN.test(id)) throw channelNotFound();
     const connection = await connectionForHook(services.hotPool, id);
     if (connection.type !== 'twilio_voice') {
-      if (!alias) return await next();
-      throw channelNotFound();
+      if (alias) throw channelNotFound();
+      passConnection(ctx, connection);
+      return await next();
     }
     if (!isForm) throw new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Twilio posts application/x-www-form-urlencoded bodies');
-    await form(ctx, async () => undefined);
-    // The exact parameters received, flat (a repeated name keeps its last value, as Twilio never repeats one).
-    const rawBody = (ctx.request as { rawBody?: unknown }).rawBody;
-    const params = Object.fromEntries(new URLSearchParams(typeof rawBody === 'string' ? rawBody : ''));
-    if (Object.values(params).some((v) => v.includes('\u0000'))) throw new AppError(400, 'INVALID_REQUEST', 'NUL characters are not accepted');
+    const { fields: params } = await readHookForm(ctx);
     // Twilio signs the URL it called; <Gather action> and <Redirect> point back to the same one.
     const hookUrl = alias ? voiceAliasUrl(services.config, connection.id) : voiceHookUrl(services.config, connection.id);
     const signedUrl = hookUrl + (ctx.querystring ? `?${ctx.querystring}` : '');
