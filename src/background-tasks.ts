@@ -18,13 +18,16 @@
  * "Work-conserving fair sharing").
  */
 import { AdaptiveCapacity } from './adaptive-capacity';
-import { AbandonedError, FairLimiter, type QueueWatch } from './fair-limiter';
+import { AbandonedError, type Admission, FairLimiter, type QueueWatch } from './fair-limiter';
 import type { Logger } from './logger';
 
 /** A `QueueWatch` that is also told when its call was dropped at shutdown (`drain`), which waits for it. */
 export interface BackgroundWatch extends QueueWatch {
   abandoned(): Promise<void>;
 }
+
+/** A task without an organization is never queued behind its own. */
+const UNQUEUED: Admission = { backlogged: false };
 
 /** The fewest Temporal calls the capacity keeps in flight: a stalled Temporal holds this many per process until their timeout. */
 export const MIN_CALLS_IN_FLIGHT = 4;
@@ -75,11 +78,14 @@ export class BackgroundTasks {
 
   /**
    * Starts `task` after the current I/O phase, so the answer that triggered it is written
-   * first; with `fairKey` (an organization id), admitted by the fair bound.
+   * first; with `fairKey` (an organization id), admitted by the fair bound, which tells the
+   * task whether the organization was backlogged (`Admission`).
    */
-  run(what: string, task: () => Promise<unknown>, fairKey?: string, watch?: BackgroundWatch): void {
+  run(what: string, task: (admission: Admission) => Promise<unknown>, fairKey?: string, watch?: BackgroundWatch): void {
     const admitted =
-      fairKey === undefined ? task : () => this.calls.run(fairKey, () => (this.onAdmitted?.(), task()), watch).finally(() => this.reportCapacity());
+      fairKey === undefined
+        ? () => task(UNQUEUED)
+        : () => this.calls.run(fairKey, (admission) => (this.onAdmitted?.(), task(admission)), watch).finally(() => this.reportCapacity());
     const done: Promise<void> = new Promise((resolve) => setImmediate(resolve))
       .then(admitted)
       .then(

@@ -36,7 +36,9 @@ export interface SharedCap {
  * FIFO queue, which is exactly the unfairness this is for.
  *
  * The bound is a number, or an `AdaptiveCapacity` that each finished call tells its
- * latency (from admission to its end, on `clock`), and that the bound follows.
+ * latency (from admission to its end, on `clock`), and that the bound follows. Each call is
+ * told at admission whether its key was backlogged (`Admission`): the API's starts of a
+ * flood then yield to other organizations' at the Temporal server too.
  *
  * With a `SharedCap`, a key holds at most `share` slots while another key is active (in
  * flight, waiting, or finished within `windowMs`): the intake records a flooding
@@ -62,14 +64,18 @@ export class FairLimiter {
     return typeof this.bound === 'number' ? this.bound : this.bound.limit;
   }
 
-  /** `watch` hears when the call has to wait for a slot and when it gets one (never for a call admitted at once). */
-  async run<T>(key: string, task: () => Promise<T>, watch?: QueueWatch): Promise<T> {
+  /**
+   * `watch` hears when the call has to wait for a slot and when it gets one (never for a
+   * call admitted at once); `task` is told whether its key was backlogged when it was admitted.
+   */
+  async run<T>(key: string, task: (admission: Admission) => Promise<T>, watch?: QueueWatch): Promise<T> {
     this.lastActive.set(key, performance.now());
+    let admission: Admission;
     // Waiters of other keys while a slot is free are at their shared cap: this call may pass them.
-    if (!this.waiting.has(key) && this.mayTake(key)) this.take(key);
+    if (!this.waiting.has(key) && this.mayTake(key)) admission = this.take(key);
     else {
       watch?.queued();
-      await new Promise<void>((admit, abandon) => {
+      admission = await new Promise<Admission>((admit, abandon) => {
         const queue = this.waiting.get(key);
         if (queue) queue.push({ admit, abandon });
         else this.waiting.set(key, [{ admit, abandon }]);
@@ -81,7 +87,7 @@ export class FairLimiter {
     const adaptive = typeof this.bound === 'number' ? undefined : this.bound;
     const admittedAt = adaptive?.clock();
     try {
-      return await task();
+      return await task(admission);
     } finally {
       // Whether the bound was in full use when this call finished: only then may it grow.
       if (adaptive) adaptive.observe(adaptive.clock() - admittedAt!, this.inFlight >= this.limit || this.waiting.size > 0);
@@ -94,9 +100,11 @@ export class FairLimiter {
     }
   }
 
-  private take(key: string): void {
+  private take(key: string): Admission {
     this.inFlight++;
-    this.held.set(key, (this.held.get(key) ?? 0) + 1);
+    const held = (this.held.get(key) ?? 0) + 1;
+    this.held.set(key, held);
+    return { backlogged: held > BACKLOG_HELD || this.waiting.has(key) };
   }
 
   private mayTake(key: string): boolean {
@@ -132,8 +140,7 @@ export class FairLimiter {
       this.waiting.delete(next);
       const first = queue.shift()!;
       if (queue.length > 0) this.waiting.set(next, queue);
-      this.take(next);
-      first.admit();
+      first.admit(this.take(next));
     }
   }
 
@@ -162,8 +169,21 @@ export interface QueueWatch {
   admitted(): void;
 }
 
+/**
+ * What a call is told when it gets its slot. `backlogged`: other calls of its key still
+ * waited, or the key held more than BACKLOG_HELD slots with this one: the key sends calls
+ * faster than they are served (a flood), so the work the call starts may yield to others'
+ * (the API's Temporal starts: temporal/fairness.shared.ts).
+ */
+export interface Admission {
+  backlogged: boolean;
+}
+
+/** Slots a key may hold at once and still have its calls taken as unhurried (see `Admission`): a conversation or two starting together. */
+export const BACKLOG_HELD = 2;
+
 interface Waiter {
-  admit(): void;
+  admit(admission: Admission): void;
   abandon(err: AbandonedError): void;
 }
 

@@ -44,6 +44,24 @@ it('runs at most `limit` tasks at once and serves waiting organizations in turn'
   expect(started).toEqual(['x1', 'x2', 'a1', 'b1', 'c1', 'a2', 'a3']);
 });
 
+it('tells each call whether its organization was backlogged when it got its slot: calls of its own still waiting, or more than BACKLOG_HELD held', async () => {
+  const told: Array<[string, boolean]> = [];
+  const call = (limiter: FairLimiter, key: string, name: string) =>
+    limiter.run(key, async ({ backlogged }) => {
+      told.push([name, backlogged]);
+      await tick();
+    });
+  // One slot: a1 runs at once; a2 gets the slot while a3 still waits; b1 and a3 wait behind no call of their own.
+  const one = new FairLimiter(1);
+  await Promise.all([call(one, 'a', 'a1'), call(one, 'a', 'a2'), call(one, 'a', 'a3'), call(one, 'b', 'b1')]);
+  expect(told).toEqual([['a1', false], ['a2', true], ['b1', false], ['a3', false]]);
+  // Free slots: nothing waits, but the third call at once is more than BACKLOG_HELD (2) held.
+  told.length = 0;
+  const many = new FairLimiter(8);
+  await Promise.all([call(many, 'a', 'a1'), call(many, 'a', 'a2'), call(many, 'a', 'a3'), call(many, 'b', 'b1')]);
+  expect(told).toEqual([['a1', false], ['a2', false], ['a3', true], ['b1', false]]);
+});
+
 it('gives the slot back when a task fails', async () => {
   const limiter = new FairLimiter(1);
   await expect(limiter.run('a', async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');

@@ -64,6 +64,8 @@ export interface PendingExecution {
   triggerId: string | null;
   /** The customer's external id, for the run's summary (masked there); null when unknown. */
   customerExternalId?: string | null;
+  /** Started while its organization was backlogged (src/fair-limiter.ts `Admission`): the run yields to others' (temporal/fairness.shared.ts). */
+  backlogged?: boolean;
 }
 
 export const workflowNotActive = (id: string) =>
@@ -287,7 +289,7 @@ export const EXECUTION_START: StartKind<PendingExecution> = {
       searchAttributes: pairs,
       memo: { workflowName: input.workflowName, workflowId: input.workflowId, revision: input.revision },
       ...executionMetadata(services.config, { ...input, customerExternalId: pending.customerExternalId, triggerId: pending.triggerId }),
-      priority: organizationPriority(input.organizationId),
+      priority: organizationPriority(input.organizationId, { backlogged: pending.backlogged === true }),
     };
   },
   // The claimed row (the CTE) with what its workflow's input needs besides.

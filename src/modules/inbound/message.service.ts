@@ -211,7 +211,12 @@ async function receiveNew(
     return result;
   }
   for (const pending of recorded.started) {
-    services.background.run('execution start', () => dispatchExecution(services, pending, { batchStamp: services.startStamps }), organizationId, services.queuedStarts.watch(pending.executionId));
+    services.background.run(
+      'execution start',
+      ({ backlogged }) => dispatchExecution(services, { ...pending, backlogged }, { batchStamp: services.startStamps }),
+      organizationId,
+      services.queuedStarts.watch(pending.executionId),
+    );
     result.executions.push({ id: pending.executionId, workflow_id: pending.workflowInput.workflowId, trigger_id: pending.triggerId, action: 'started' });
   }
   if (result.executions.length > 0) result.status = 'started';

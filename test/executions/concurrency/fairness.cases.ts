@@ -2,9 +2,12 @@
  * Fair sharing between organizations (temporal/fairness.shared.ts), against the real API,
  * PostgreSQL and Temporal: every execution's run carries its organization's id as the
  * task-queue fairness key, whether the API started it or the reconciler did, so a
- * backlogged queue dispatches organizations' tasks round-robin. (What that does to
- * latency under a flood is measured by `npm run bench -- fairness`, not here.)
+ * backlogged queue dispatches organizations' tasks round-robin; and a run started while its
+ * organization's starts queued in the API carries the lower priority, so other
+ * organizations' runs go first. (What that does to latency under a flood is measured by
+ * `npm run bench -- fairness`, not here.)
  */
+import { BACKLOGGED_PRIORITY_KEY } from '../../../temporal/fairness.shared';
 import { reconcileStarts } from '../../../src/modules/starts/durable-start';
 import { EXECUTION_START } from '../../../src/modules/executions/execution.starter';
 import { ApiKeyService } from '../../../src/modules/api-keys/api-key.service';
@@ -14,15 +17,48 @@ import { createActiveWorkflow, waitFor } from '../helpers';
 describe('fair sharing between organizations', () => {
   let t: TestApp;
   let lost: TestApp;
+  /** One Temporal call at a time: a burst of one organization's messages queues its starts. */
+  let narrow: TestApp;
 
   beforeAll(async () => {
     t = await createTestApp();
     // Its starts are lost (no such namespace): the reconciler starts them.
     lost = await createTestApp({ DATABASE_URL: t.databaseUrl, TEMPORAL_NAMESPACE: 'wfa-test-nowhere' });
+    narrow = await createTestApp({ DATABASE_URL: t.databaseUrl, BACKGROUND_CALLS_IN_FLIGHT: '1' });
   });
   afterAll(async () => {
+    await narrow.close();
     await lost.close();
     await t.close();
+  });
+
+  it("a burst's runs started while more of its organization's starts queued yield (priority 4); another organization's lone run does not", async () => {
+    const orgs = new ApiKeyService(t.services.orm.em.fork());
+    const [burst, lone] = [
+      await t.createKey('admin', (await orgs.ensureOrganization('fairness-burst')).id),
+      await t.createKey('admin', (await orgs.ensureOrganization('fairness-lone')).id),
+    ];
+    const greeter = { name: 'Greeter', channel: 'whatsapp', configuration: { trigger: { type: 'keyword', keywords: ['hi'] }, nodes: [{ id: 'hello', type: 'message', content: 'Hello!' }] } };
+    await createActiveWorkflow(narrow, burst.key, greeter);
+    await createActiveWorkflow(narrow, lone.key, greeter);
+    const post = async (key: string, customer: string) => {
+      const res = await narrow.request.post('/v1/messages').set(bearer(key)).send({ channel: 'whatsapp', customer_id: customer, message: 'hi' }).expect(201);
+      return res.body.data.executions[0].id as string;
+    };
+    const burstRuns = await Promise.all(Array.from({ length: 8 }, (_, i) => post(burst.key, `burst-${i}`)));
+    const priorityOf = async (executionId: string) => {
+      const handle = narrow.services.temporal.client.workflow.getHandle(executionId);
+      const described = await waitFor(() => handle.describe(), `the run of ${executionId}`);
+      await handle.terminate('test over');
+      return described.priority;
+    };
+    const burstPriorities = await Promise.all(burstRuns.map(priorityOf));
+    expect(burstPriorities.every((p) => p?.fairnessKey === burst.organizationId)).toBe(true);
+    // The first start runs at once; those given the slot while others of the burst still waited yield.
+    expect(burstPriorities.filter((p) => p?.priorityKey === BACKLOGGED_PRIORITY_KEY).length).toBeGreaterThan(0);
+    const lonePriority = await priorityOf(await post(lone.key, 'lone-1'));
+    expect(lonePriority).toMatchObject({ fairnessKey: lone.organizationId });
+    expect(lonePriority?.priorityKey ?? 0).not.toBe(BACKLOGGED_PRIORITY_KEY);
   });
 
   it("each organization's runs carry its own fairness key, from the API's start and from the reconciler's", async () => {
