@@ -21,6 +21,7 @@ import { createOrm, migrate } from '../src/db/orm';
 import { entities } from '../src/entities';
 import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
 import { exportRowsQuery } from '../src/modules/exports/export.sources';
+import { generateSecretsKey } from '../src/secrets';
 import { closeServices, createServices } from '../src/services';
 import { spawnService } from '../test/helpers/process';
 import { benchDatabase, benchTemporal, log } from './lib';
@@ -46,6 +47,7 @@ export async function run(args: string[]): Promise<void> {
     TEMPORAL_TASK_QUEUE: `bench-exports-${randomBytes(4).toString('hex')}`,
     REDIS_KEY_PREFIX: `wfa-bench:${randomBytes(4).toString('hex')}:`,
     FILE_STORAGE_DIR: files,
+    SECRETS_ENCRYPTION_KEY: process.env.SECRETS_ENCRYPTION_KEY ?? generateSecretsKey(),
     LOG_LEVEL: 'warn',
   };
   const config = loadConfig({ ...process.env, ...env, LOG_LEVEL: 'silent' });
@@ -57,7 +59,7 @@ export async function run(args: string[]): Promise<void> {
   await new Promise<void>((r) => server.once('listening', r));
   const api = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   // spawnService reads the database, Redis prefix and queue from a TestApp-like object.
-  const worker = spawnService('worker', { databaseUrl: db.url, config } as Parameters<typeof spawnService>[1], { FILE_STORAGE_DIR: files });
+  const worker = spawnService('worker', { databaseUrl: db.url, config } as Parameters<typeof spawnService>[1], { FILE_STORAGE_DIR: files, SECRETS_ENCRYPTION_KEY: env.SECRETS_ENCRYPTION_KEY });
   try {
     const keys = new ApiKeyService(orm.em.fork() as EntityManager);
     const org = (await keys.ensureOrganization(`bench-${randomBytes(3).toString('hex')}`)).id;
