@@ -248,7 +248,9 @@ describe('trigger firing', () => {
       expect((await resendWhileUnavailable(() => t.request.post(`/v1/triggers/${sched.id}/activate`).set(bearer(writer)))).status).toBe(200);
       expect((await handle.describe()).state.paused).toBe(false);
 
-      const put = await t.request.put(`/v1/triggers/${sched.id}`).set(bearer(writer)).send({ configuration: { cron_expression: '*/15 9-17 * * 1-5', timezone: 'America/New_York' } });
+      const put = await resendWhileUnavailable(() =>
+        t.request.put(`/v1/triggers/${sched.id}`).set(bearer(writer)).send({ configuration: { cron_expression: '*/15 9-17 * * 1-5', timezone: 'America/New_York' } }),
+      );
       expect(put.status).toBe(200);
       desc = await handle.describe();
       expect(desc.spec.timezone).toBe('America/New_York');
