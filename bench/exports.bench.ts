@@ -29,7 +29,7 @@ import { generateSecretsKey } from '../src/secrets';
 import { closeServices, createServices } from '../src/services';
 import { exportWorkflowId } from '../temporal/reports.shared';
 import { spawnService } from '../test/helpers/process';
-import { benchDatabase, benchTemporal, formatStats, log, machineLine, positiveIntArg, processCpuMs, roundStats } from './lib';
+import { benchDatabase, benchTemporal, formatStats, historyEventMs, log, machineLine, positiveIntArg, processCpuMs, roundStats } from './lib';
 
 const run$ = promisify(execFile);
 
@@ -41,11 +41,6 @@ function rssKb(pid: number): number {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const EventType = proto.api.enums.v1.EventType;
-
-/** Milliseconds since the epoch of a history event. */
-function eventMs(e: proto.api.history.v1.IHistoryEvent): number {
-  return Number(e.eventTime!.seconds) * 1000 + (e.eventTime!.nanos ?? 0) / 1e6;
-}
 
 export async function run(args: string[]): Promise<void> {
   const rows = positiveIntArg(args, 'rows', 1_000_000);
@@ -145,7 +140,7 @@ export async function run(args: string[]): Promise<void> {
       await handle.result();
       const history = await handle.fetchHistory();
       const events = history.events ?? [];
-      const at = (type: number, nth = 0) => eventMs(events.filter((e) => e.eventType === type)[nth]!);
+      const at = (type: number, nth = 0) => historyEventMs(events.filter((e) => e.eventType === type)[nth]!)!;
       const activities = events.filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED).map((e) => e.activityTaskScheduledEventAttributes!.activityType!.name!);
       const generation = activities.indexOf('generateExportFile');
       const stages = {

@@ -35,7 +35,7 @@ import { entities } from '../src/entities';
 import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
 import { CAPACITY_REDUCED_MSG } from '../src/background-tasks';
 import { freePort, spawnProcess, type SpawnedProcess } from '../test/helpers/process';
-import { benchDatabase, benchTemporal, log, machineLine, optionArg, percentile as pct, positiveIntArg as arg } from './lib';
+import { benchDatabase, benchTemporal, historyEventMs, log, machineLine, optionArg, percentile as pct, positiveIntArg as arg } from './lib';
 
 /** The channel provider: when each customer's first outbound message arrived (performance.now()), by the customer's id as sent (`to`). */
 async function startArrivals(): Promise<{ url: string; firstArrival: Map<string, number>; close(): Promise<void> }> {
@@ -101,7 +101,7 @@ async function explainStages(
       const { events } = await client.workflow.getHandle(row.id).fetchHistory();
       const at = (type: string) => {
         const e = events?.find((x) => x[type as keyof typeof x] != null);
-        return e?.eventTime ? Number(e.eventTime.seconds) * 1000 + Math.floor((e.eventTime.nanos ?? 0) / 1e6) : undefined;
+        return e ? historyEventMs(e) : undefined;
       };
       const t = [new Date(row.started_at).getTime(), at('workflowExecutionStartedEventAttributes'), at('workflowTaskScheduledEventAttributes'), at('workflowTaskStartedEventAttributes'), at('workflowTaskCompletedEventAttributes')];
       if (t.some((x) => x === undefined)) {

@@ -126,6 +126,11 @@ export function threadCpuMsSince(before: Map<string, number>): Map<string, numbe
 }
 
 /** The `p`-th percentile (0–100, nearest rank) of `values`; 0 when there are none. */
+/** When a Temporal history event happened, in milliseconds since the epoch (the server's clock). */
+export function historyEventMs(e: { eventTime?: { seconds?: unknown; nanos?: number | null } | null }): number | undefined {
+  return e.eventTime ? Number(e.eventTime.seconds) * 1000 + (e.eventTime.nanos ?? 0) / 1e6 : undefined;
+}
+
 export function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
