@@ -7,7 +7,8 @@
  * another organization's conversation waits behind about one task per busy worker slot,
  * not behind the whole flood. The server needs fairness on (`matching.enableFairness`,
  * docker/temporal-dynamicconfig.yaml); one without it ignores the key. A run started while
- * its organization was backlogged in the API also carries a lower priority
+ * its organization was backlogged in the API, or by the reconciler as one of an
+ * organization's lost backlog (starts/durable-start.ts), also carries a lower priority
  * (BACKLOGGED_PRIORITY_KEY), which the server honours before fairness: other
  * organizations' tasks skip the flood's instead of taking turns with it.
  *

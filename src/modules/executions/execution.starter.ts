@@ -296,8 +296,9 @@ export const EXECUTION_START: StartKind<PendingExecution> = {
   claimSql: claimedExecutionSql(
     claimOneSql('executions', `temporal_started_at is null and status = 'running' and started_at < now() - (? * interval '1 millisecond')`, 'started_at'),
   ),
-  fromRow: (row: UnstartedExecutionRow) => ({
+  fromRow: (row: UnstartedExecutionRow, _services, admission) => ({
     executionId: row.id,
+    backlogged: admission.backlogged,
     triggerId: row.trigger_id,
     customerExternalId: row.customer_external_id,
     workflowInput: executionWorkflowInput(
@@ -349,7 +350,7 @@ export async function startPromotedExecution(services: Services, executionId: st
   const em = services.orm.em.fork();
   const [row] = await em.execute<UnstartedExecutionRow[]>(CLAIM_NAMED_SQL, [START_CLAIM_LEASE_MS, executionId]);
   if (!row) return false;
-  if (await dispatchStart(services, EXECUTION_START, EXECUTION_START.fromRow(row as never, services), { em, timeoutMs: RECONCILE_TEMPORAL_TIMEOUT_MS })) return true;
+  if (await dispatchStart(services, EXECUTION_START, EXECUTION_START.fromRow(row as never, services, { backlogged: false }), { em, timeoutMs: RECONCILE_TEMPORAL_TIMEOUT_MS })) return true;
   await releaseStartClaim(em, 'executions', executionId);
   return false;
 }

@@ -21,6 +21,7 @@ import type { Priority, SearchAttributePair } from '@temporalio/common';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { SqlRunner } from '../../db/hot-query';
+import { BACKLOG_HELD, type Admission } from '../../fair-limiter';
 import type { Services } from '../../services';
 import { boundedTemporalCall, RECONCILE_TEMPORAL_TIMEOUT_MS } from '../../temporal-calls';
 import type { WorkflowMetadata } from '../../temporal-metadata';
@@ -57,8 +58,13 @@ export interface StartKind<S> {
    * lease in ms, grace in ms, ids to leave out, organizations served this round.
    */
   claimSql: string;
-  /** A claimed row, as the start it stands for (the workflow's input is rebuilt from committed rows only). */
-  fromRow: (row: never, services: Services) => S;
+  /**
+   * A claimed row, as the start it stands for (the workflow's input is rebuilt from committed
+   * rows only). `admission.backlogged`: the pass has already taken BACKLOG_HELD rows of this
+   * organization, whose starts were cut off in numbers (a flood), so its run may yield to
+   * others' as the API's starts of a flood do.
+   */
+  fromRow: (row: never, services: Services, admission: Admission) => S;
   /** Runs just before the Temporal call (the crash tests stop a process there). */
   beforeStart?: (services: Services) => void;
 }
@@ -162,13 +168,18 @@ export async function reconcileStarts<S>(
   // The organizations served this round; when the claim comes back to one of them, every
   // organization with rows waiting has had its turn, and a new round begins.
   let served: string[] = [];
+  // Rows claimed per organization this pass: from its (BACKLOG_HELD + 1)th on, it is backlogged.
+  const claimed = new Map<string, number>();
   let confirmed = 0;
   while (tried.length < (opts.batch ?? 100)) {
     const [row] = await em.execute<Array<{ id: string; organization_id: string }>>(kind.claimSql, [START_CLAIM_LEASE_MS, opts.graceMs, tried.join(','), served.join(',')]);
     if (!row) break;
     tried.push(row.id);
     served = served.includes(row.organization_id) ? [row.organization_id] : [...served, row.organization_id];
-    if (await dispatchStart(services, kind, kind.fromRow(row as never, services), { em, timeoutMs: opts.timeoutMs ?? RECONCILE_TEMPORAL_TIMEOUT_MS })) confirmed++;
+    const held = (claimed.get(row.organization_id) ?? 0) + 1;
+    claimed.set(row.organization_id, held);
+    const start = kind.fromRow(row as never, services, { backlogged: held > BACKLOG_HELD });
+    if (await dispatchStart(services, kind, start, { em, timeoutMs: opts.timeoutMs ?? RECONCILE_TEMPORAL_TIMEOUT_MS })) confirmed++;
     else await releaseStartClaim(em, kind.table, row.id);
   }
   return confirmed;

@@ -87,4 +87,42 @@ describe('fair sharing between organizations', () => {
     }
     expect(new Set(runs.map((r) => r.organizationId)).size).toBe(2);
   });
+
+  it("the reconciler's starts of an organization's lost backlog yield from its third row in a pass on; another organization's lone row does not", async () => {
+    const orgs = new ApiKeyService(t.services.orm.em.fork());
+    const [flood, lone] = [
+      await t.createKey('admin', (await orgs.ensureOrganization('fairness-lost-flood')).id),
+      await t.createKey('admin', (await orgs.ensureOrganization('fairness-lost-lone')).id),
+    ];
+    const greeter = { name: 'Greeter', channel: 'whatsapp', configuration: { trigger: { type: 'keyword', keywords: ['hi'] }, nodes: [{ id: 'hello', type: 'message', content: 'Hello!' }] } };
+    await createActiveWorkflow(t, flood.key, greeter);
+    await createActiveWorkflow(t, lone.key, greeter);
+    // Their starts are lost, one at a time so the rows' order is the posts' order.
+    const lostRun = async (key: string, customer: string) => {
+      const res = await lost.request.post('/v1/messages').set(bearer(key)).send({ channel: 'whatsapp', customer_id: customer, message: 'hi' }).expect(201);
+      return res.body.data.executions[0].id as string;
+    };
+    const floodRuns: string[] = [];
+    for (let i = 0; i < 4; i++) floodRuns.push(await lostRun(flood.key, `lost-flood-${i}`));
+    const loneRun = await lostRun(lone.key, 'lost-lone');
+
+    expect(await reconcileStarts(t.services, EXECUTION_START, { graceMs: 0 })).toBeGreaterThanOrEqual(5);
+    const priorityOf = async (executionId: string) => {
+      const handle = t.services.temporal.client.workflow.getHandle(executionId);
+      const described = await waitFor(() => handle.describe(), `the run of ${executionId}`);
+      await handle.terminate('test over');
+      return described.priority;
+    };
+    // Temporal describes an unset priority key as 0 or leaves it out: both are the default (3).
+    const keyOf = (p: { priorityKey?: number } | undefined) => (p?.priorityKey ? p.priorityKey : 'default');
+    // The pass takes the organizations in turn, each one's oldest first: the flood's first
+    // two rows start at the default priority, its third and fourth yield.
+    const floodPriorities = [];
+    for (const id of floodRuns) floodPriorities.push(await priorityOf(id));
+    expect(floodPriorities.map(keyOf)).toEqual(['default', 'default', BACKLOGGED_PRIORITY_KEY, BACKLOGGED_PRIORITY_KEY]);
+    expect(floodPriorities.every((p) => p?.fairnessKey === flood.organizationId)).toBe(true);
+    const lonePriority = await priorityOf(loneRun);
+    expect(lonePriority).toMatchObject({ fairnessKey: lone.organizationId });
+    expect(keyOf(lonePriority)).toBe('default');
+  });
 });
