@@ -52,7 +52,12 @@ export const configDocs: Record<string, VariableDoc> = {
     description: "activities the worker runs at once; tasks beyond the slots wait in the Temporal server's fair queues",
     default: "unset (the SDK's 100)",
   },
-  WORKER_WORKFLOW_TASK_SLOTS: { description: 'workflow tasks the worker runs at once', default: "unset (the SDK's 40)" },
+  WORKER_WORKFLOW_TASK_SLOTS: { description: 'workflow tasks the worker runs at once (a fixed count)', default: "unset (the SDK's 40)" },
+  WORKER_TARGET_CPU: {
+    description:
+      "instead of a fixed count, the machine's CPU use (0–1, e.g. `0.8`) below which the worker takes more workflow tasks at once (8 at least): on a saturated machine it holds few, so another organization's conversation waits less behind a flood, at some cost to one organization's throughput on a saturated machine ([performance.md](performance.md#fairness)); not with `WORKER_WORKFLOW_TASK_SLOTS`",
+    default: 'unset (a fixed count)',
+  },
   WORKER_EAGER_ACTIVITY_SLOTS: {
     description: 'activity slots reserved for eager dispatch per workflow task (`0` turns eager dispatch off)',
     default: "unset (the SDK's 3)",

@@ -112,14 +112,16 @@ export const envSchema = z.object({
    */
   INBOUND_STARTS_WAITING_PER_ORGANIZATION: positiveInt.default(4),
   /**
-   * The worker's task slots: activities and workflow tasks it runs at once (the SDK's
-   * defaults, 100 and 40, when unset), and activity slots reserved for eager dispatch per
-   * workflow task (3; 0 turns eager dispatch off). Tasks beyond the slots wait in the
-   * Temporal server's task queue, where fairness keys order them (docs/performance.md,
-   * "Fair sharing between organizations").
+   * The worker's task slots: activities it runs at once (the SDK's 100 when unset); workflow
+   * tasks, a fixed count (the SDK's 40 when unset), or with WORKER_TARGET_CPU as many as keep
+   * the machine's CPU under it (at least 8; temporal/worker.ts `workerTuner`); and activity
+   * slots reserved for eager dispatch per workflow task (3; 0 turns eager dispatch off).
+   * Tasks beyond the slots wait in the Temporal server's task queue, where priority and
+   * fairness keys order them (docs/performance.md, "Fair sharing between organizations").
    */
   WORKER_ACTIVITY_SLOTS: z.coerce.number().int().min(1).max(1000).optional(),
   WORKER_WORKFLOW_TASK_SLOTS: z.coerce.number().int().min(2).max(1000).optional(),
+  WORKER_TARGET_CPU: z.coerce.number().gt(0).max(1).optional(),
   WORKER_EAGER_ACTIVITY_SLOTS: z.coerce.number().int().min(0).max(100).optional(),
   /**
    * Test-only: the webhook delivery workflow's margin around an attempt's HTTP timeout (the
@@ -326,6 +328,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { require
     throw new ConfigError(
       'Invalid configuration:\n  BACKGROUND_CALLS_PER_ORGANIZATION: removed; an organization alone uses every slot of BACKGROUND_CALLS_IN_FLIGHT, and several share them fairly as Temporal\'s latency allows (docs/performance.md, "Work-conserving fair sharing"). Unset it.',
     );
+  }
+  if (c.WORKER_TARGET_CPU !== undefined && c.WORKER_WORKFLOW_TASK_SLOTS !== undefined) {
+    throw new ConfigError('Invalid configuration:\n  WORKER_TARGET_CPU: set it or WORKER_WORKFLOW_TASK_SLOTS (a fixed count), not both');
   }
   const baseUrl = (c.PUBLIC_BASE_URL ?? `http://localhost:${c.PORT}`).replace(/\/+$/, '');
   if (c.FILE_STORAGE === 's3' && !c.S3_BUCKET) throw new ConfigError('Invalid configuration:\n  S3_BUCKET: required when FILE_STORAGE=s3');

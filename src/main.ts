@@ -87,7 +87,12 @@ async function main() {
         activities: createActivities({ services }),
         ...(config.TEMPORAL_WORKFLOW_BUNDLE_PATH ? { workflowBundle: { codePath: config.TEMPORAL_WORKFLOW_BUNDLE_PATH } } : {}),
         ...(config.TEMPORAL_STICKY_QUEUE_TIMEOUT_MS !== undefined ? { stickyQueueScheduleToStartTimeout: config.TEMPORAL_STICKY_QUEUE_TIMEOUT_MS } : {}),
-        slots: { activities: config.WORKER_ACTIVITY_SLOTS, workflowTasks: config.WORKER_WORKFLOW_TASK_SLOTS, eagerActivities: config.WORKER_EAGER_ACTIVITY_SLOTS },
+        slots: {
+          activities: config.WORKER_ACTIVITY_SLOTS,
+          workflowTasks: config.WORKER_WORKFLOW_TASK_SLOTS,
+          eagerActivities: config.WORKER_EAGER_ACTIVITY_SLOTS,
+          targetCpu: config.WORKER_TARGET_CPU,
+        },
       }),
     );
     // Report and export files past REPORT_RETENTION_DAYS are deleted hourly (see file-expiry.ts).

@@ -5,7 +5,7 @@
  * exercise the same worker the service runs.
  */
 import { bundleWorkflowCode, DefaultLogger, type LogLevel, makeTelemetryFilterString, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import type { Logger, WorkflowBundlePath, WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { Logger, TunerHolder, WorkflowBundlePath, WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Duration } from '@temporalio/common';
 import type { Logger as PinoLogger } from 'pino';
 import { workerTracingOptions, workflowTracingModules } from '../src/telemetry/temporal';
@@ -31,8 +31,55 @@ export interface CreateWorkerOptions {
   shutdownGraceTime?: Duration;
   /** The SDK's sticky-queue schedule-to-start timeout (default 10 s); tests lower it (TEMPORAL_STICKY_QUEUE_TIMEOUT_MS). */
   stickyQueueScheduleToStartTimeout?: Duration;
-  /** Task slots (WORKER_ACTIVITY_SLOTS, WORKER_WORKFLOW_TASK_SLOTS, WORKER_EAGER_ACTIVITY_SLOTS); the SDK's defaults when unset. */
-  slots?: { activities?: number | undefined; workflowTasks?: number | undefined; eagerActivities?: number | undefined };
+  /**
+   * Task slots (WORKER_ACTIVITY_SLOTS, WORKER_WORKFLOW_TASK_SLOTS, WORKER_EAGER_ACTIVITY_SLOTS,
+   * WORKER_TARGET_CPU): see `workerTuner`.
+   */
+  slots?: WorkerSlots;
+}
+
+export interface WorkerSlots {
+  activities?: number | undefined;
+  /** A fixed count of workflow-task slots (the SDK's 40 when neither this nor `targetCpu` is set). */
+  workflowTasks?: number | undefined;
+  eagerActivities?: number | undefined;
+  /** Instead of a fixed count: the machine's CPU use (0–1) above which no workflow-task slot is added. */
+  targetCpu?: number | undefined;
+}
+
+/** Workflow-task slots issued whatever the CPU: with 4, the pollers' reservations left new runs' tasks waiting seconds. */
+export const MINIMUM_WORKFLOW_TASK_SLOTS = 8;
+/** The SDK's fixed defaults. */
+const DEFAULT_WORKFLOW_TASK_SLOTS = 40;
+const DEFAULT_ACTIVITY_SLOTS = 100;
+
+/**
+ * The SDK's fixed slots, or with `targetCpu` workflow-task slots that follow the machine's
+ * CPU (Temporal's resource-based slot supplier: a controller on the CPU and memory in use).
+ * Why offer it: a worker holding 40 tasks on a saturated machine runs each of them slower, as
+ * they take turns on one event loop, and a task that Temporal's priority put first still
+ * waits behind the other 39; with the CPU below the target, slots are added as tasks come,
+ * so a worker whose tasks wait on I/O (a slow provider's send, a local activity that holds
+ * its task's slot) is not capped by a count. Why not the default: on 2 cores it halved
+ * another organization's p99 behind a flood, but a saturated closed loop of one
+ * organization ran about 8 % slower (docs/performance.md, "Fair sharing").
+ */
+export function workerTuner(slots: WorkerSlots = {}): TunerHolder {
+  const fixed = (numSlots: number) => ({ type: 'fixed-size' as const, numSlots });
+  return {
+    workflowTaskSlotSupplier:
+      slots.targetCpu === undefined || slots.workflowTasks !== undefined
+        ? fixed(slots.workflowTasks ?? DEFAULT_WORKFLOW_TASK_SLOTS)
+        : {
+            type: 'resource-based',
+            tunerOptions: { targetCpuUsage: slots.targetCpu, targetMemoryUsage: 0.9 },
+            minimumSlots: MINIMUM_WORKFLOW_TASK_SLOTS,
+            maximumSlots: 1000,
+          },
+    activityTaskSlotSupplier: fixed(slots.activities ?? DEFAULT_ACTIVITY_SLOTS),
+    localActivityTaskSlotSupplier: fixed(DEFAULT_ACTIVITY_SLOTS),
+    nexusTaskSlotSupplier: fixed(DEFAULT_ACTIVITY_SLOTS),
+  };
 }
 
 export interface CreatedWorker {
@@ -101,8 +148,7 @@ export async function createWorker(opts: CreateWorkerOptions): Promise<CreatedWo
       // server's backlog behind those 2 (docs/performance.md, "Poller autoscaling").
       workflowTaskPollerBehavior: { type: 'autoscaling' },
       activityTaskPollerBehavior: { type: 'autoscaling' },
-      ...(opts.slots?.activities !== undefined ? { maxConcurrentActivityTaskExecutions: opts.slots.activities } : {}),
-      ...(opts.slots?.workflowTasks !== undefined ? { maxConcurrentWorkflowTaskExecutions: opts.slots.workflowTasks } : {}),
+      tuner: workerTuner(opts.slots),
       ...(opts.slots?.eagerActivities !== undefined ? { maxEagerActivityReservationsPerWorkflowTask: opts.slots.eagerActivities } : {}),
       // Temporal's OpenTelemetry interceptors and workflow span sink, when tracing is on.
       ...workerTracingOptions(),

@@ -5,7 +5,7 @@
  * organization's own in arrival order. The adaptive capacity itself: adaptive-capacity.test.ts.
  */
 import { BackgroundTasks } from '../../src/background-tasks';
-import { FairLimiter } from '../../src/fair-limiter';
+import { BACKLOG_HOLD_MS, FairLimiter } from '../../src/fair-limiter';
 import { createLogger } from '../../src/logger';
 import { createInboundState } from '../../src/modules/inbound/inbound-state';
 import type { Services } from '../../src/services';
@@ -51,15 +51,37 @@ it('tells each call whether its organization was backlogged when it got its slot
       told.push([name, backlogged]);
       await tick();
     });
-  // One slot: a1 runs at once; a2 gets the slot while a3 still waits; b1 and a3 wait behind no call of their own.
+  // One slot: a1 runs at once; a2 gets the slot while a3 still waits; b1 waits behind no call
+  // of its own; a3 neither, but a was backlogged a moment ago (BACKLOG_HOLD_MS).
   const one = new FairLimiter(1);
   await Promise.all([call(one, 'a', 'a1'), call(one, 'a', 'a2'), call(one, 'a', 'a3'), call(one, 'b', 'b1')]);
-  expect(told).toEqual([['a1', false], ['a2', true], ['b1', false], ['a3', false]]);
+  expect(told).toEqual([['a1', false], ['a2', true], ['b1', false], ['a3', true]]);
   // Free slots: nothing waits, but the third call at once is more than BACKLOG_HELD (2) held.
   told.length = 0;
   const many = new FairLimiter(8);
   await Promise.all([call(many, 'a', 'a1'), call(many, 'a', 'a2'), call(many, 'a', 'a3'), call(many, 'b', 'b1')]);
   expect(told).toEqual([['a1', false], ['a2', false], ['a3', true], ['b1', false]]);
+});
+
+it("keeps an organization backlogged for BACKLOG_HOLD_MS after its last backlogged call, so its next calls do not overtake its earlier ones' work", async () => {
+  let offset = 0;
+  const realNow = performance.now.bind(performance);
+  const now = jest.spyOn(performance, 'now').mockImplementation(() => realNow() + offset);
+  try {
+    const limiter = new FairLimiter(8);
+    const backlogged = (key: string) => limiter.run(key, async (admission) => admission.backlogged);
+    // Three of a's calls at once: the third is backlogged.
+    expect(await Promise.all([backlogged('a'), backlogged('a'), backlogged('a')])).toEqual([false, false, true]);
+    // a's next call alone, within the hold: still backlogged; b's never.
+    offset += BACKLOG_HOLD_MS - 1_000;
+    expect(await backlogged('a')).toBe(true);
+    expect(await backlogged('b')).toBe(false);
+    // The hold counts from a's last backlogged call, not from its last call.
+    offset += 2_000;
+    expect(await backlogged('a')).toBe(false);
+  } finally {
+    now.mockRestore();
+  }
 });
 
 it('gives the slot back when a task fails', async () => {
