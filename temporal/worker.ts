@@ -47,7 +47,7 @@ export interface WorkerSlots {
   targetCpu?: number | undefined;
 }
 
-/** Workflow-task slots issued whatever the CPU: with 4, the pollers' reservations left new runs' tasks waiting seconds. */
+/** Workflow-task slots issued whatever the CPU: with 4, another organization's new runs waited up to 4.9 s for a task slot behind a flood. */
 export const MINIMUM_WORKFLOW_TASK_SLOTS = 8;
 /** The SDK's fixed defaults. */
 const DEFAULT_WORKFLOW_TASK_SLOTS = 40;
