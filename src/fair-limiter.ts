@@ -107,13 +107,9 @@ export class FairLimiter {
     const held = (this.held.get(key) ?? 0) + 1;
     this.held.set(key, held);
     const now = performance.now();
-    if (held > BACKLOG_HELD || this.waiting.has(key)) {
-      this.backloggedUntil.set(key, now + BACKLOG_HOLD_MS);
-      return { backlogged: true };
-    }
-    const until = this.backloggedUntil.get(key);
-    if (until !== undefined && until <= now) this.backloggedUntil.delete(key);
-    return { backlogged: until !== undefined && until > now };
+    if (held > BACKLOG_HELD || this.waiting.has(key)) this.backloggedUntil.set(key, now + BACKLOG_HOLD_MS);
+    else if ((this.backloggedUntil.get(key) ?? now) <= now) this.backloggedUntil.delete(key);
+    return { backlogged: this.backloggedUntil.has(key) };
   }
 
   private mayTake(key: string): boolean {
