@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- fairness [--flood 3000] [--flood3 1000] [--flood-concurrency 20] [--idle 400] [--every 200] [--fairness off]`:
+ * `npm run bench -- fairness [--flood 3000] [--flood3 1000] [--flood-concurrency 20] [--idle 400] [--every 200] [--fairness off] [--paced 25,50,70,85] [--paced-seconds 60]`:
  * whether one organization's flood delays another organization's conversations, and
  * whether sharing the service slows the flood more than the other's share (docs/performance.md,
  * "Work-conserving fair sharing").
@@ -17,7 +17,11 @@
  *   rate against its rate alone (goal ≥ 70 %);
  * - three floods: organizations X, Y and Z send `flood3` messages each at once (`flood-concurrency`
  *   in flight each) while B keeps sending; each one's rate while all three run, and their
- *   spread (goal: each within ±25 %). `--flood3 0` skips it.
+ *   spread (goal: each within ±25 %). `--flood3 0` skips it;
+ * - paced floods (`--paced`, none by default): for each percentage, A's flood sent at that
+ *   share of its rate alone for `paced-seconds` while B trickles; B's p99 against idle, A's
+ *   rate, and the machine's busy share (every process, /proc/stat). This is how B's latency
+ *   grows with the load a flood puts on the shared cores, whatever orders the work.
  * The service runs as deployed: the API and the worker in processes of their own
  * (`src/main.ts api|worker`), on a Temporal dev server this bench starts, with task-queue
  * fairness on (`--fairness off`: without, to see what it changes). Last line:
@@ -27,6 +31,7 @@ import { generateSecretsKey } from '../src/secrets';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
+import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from '../src/config';
@@ -35,7 +40,7 @@ import { entities } from '../src/entities';
 import { ApiKeyService } from '../src/modules/api-keys/api-key.service';
 import { CAPACITY_REDUCED_MSG } from '../src/background-tasks';
 import { freePort, spawnProcess, type SpawnedProcess } from '../test/helpers/process';
-import { benchDatabase, benchTemporal, historyEventMs, log, machineLine, optionArg, percentile as pct, positiveIntArg as arg } from './lib';
+import { benchDatabase, benchTemporal, historyEventMs, log, machineBusyMs, machineLine, optionArg, percentile as pct, positiveIntArg as arg } from './lib';
 
 /** The channel provider: when each customer's first outbound message arrived (performance.now()), by the customer's id as sent (`to`). */
 async function startArrivals(): Promise<{ url: string; firstArrival: Map<string, number>; close(): Promise<void> }> {
@@ -129,6 +134,9 @@ export async function run(args: string[]): Promise<void> {
   const every = arg(args, 'every', 200);
   const fairness = optionArg(args, 'fairness') !== 'off';
   const flood3 = optionArg(args, 'flood3') === '0' ? 0 : arg(args, 'flood3', Math.round(flood / 3));
+  const paced = (optionArg(args, 'paced') ?? '').split(',').filter((p) => p !== '').map(Number);
+  if (paced.some((p) => !Number.isInteger(p) || p <= 0 || p > 100)) throw new Error('--paced takes percentages from 1 to 100, comma-separated');
+  const pacedSeconds = arg(args, 'paced-seconds', 60);
   const db = await benchDatabase();
   const temporal = await benchTemporal({ own: true, fairness });
   const arrivals = await startArrivals();
@@ -215,8 +223,15 @@ export async function run(args: string[]): Promise<void> {
       return new Map(sent.flatMap(([c, at], i) => (refused.has(c) ? [] : [[i, arrivals.firstArrival.get(c)! - at] as [number, number]])));
     };
 
+    /** From now on: a function giving the machine's busy share since (every process, /proc/stat). */
+    const busySince = () => {
+      const busy0 = machineBusyMs();
+      const at = performance.now();
+      return () => `machine ${((100 * (machineBusyMs() - busy0)) / ((performance.now() - at) * os.cpus().length)).toFixed(0)} % busy`;
+    };
+    const idleBusy = busySince();
     const idleLatencies = [...(await runB('idle', (i) => i < idle)).values()];
-    log(`  B alone (idle service):  ${summary(idleLatencies)}`);
+    log(`  B alone (idle service):  ${summary(idleLatencies)}; ${idleBusy()}`);
 
     /** When each greeting of customers named `prefix…` arrived (performance.now()). */
     const arrivalsOf = (prefix: string) => [...arrivals.firstArrival].filter(([c]) => c.startsWith(prefix)).map(([, at]) => at);
@@ -226,7 +241,7 @@ export async function run(args: string[]): Promise<void> {
      * timing of B's greetings. It is loaded first and told to begin once ready, so its
      * start-up is not part of the flood. `done()` resolves once every greeting arrived.
      */
-    const startFlood = async (orgs: Array<{ key: string; prefix: string }>, count: number) => {
+    const startFlood = async (orgs: Array<{ key: string; prefix: string }>, count: number, perSecond?: number) => {
       const sender = spawnProcess(process.execPath, ['--require', 'tsx/cjs', 'bench/support/flood-sender.ts'], {
         cwd,
         env: {
@@ -235,6 +250,7 @@ export async function run(args: string[]): Promise<void> {
           FLOOD_PREFIXES: orgs.map((o) => o.prefix).join(','),
           FLOOD_COUNT: String(count),
           FLOOD_CONCURRENCY: String(floodConcurrency),
+          ...(perSecond ? { FLOOD_RATE: String(perSecond) } : {}),
         },
       });
       await sender.waitForLine(/^ready$/, 60_000);
@@ -279,6 +295,7 @@ export async function run(args: string[]): Promise<void> {
     log(`  A alone: ${flood} greetings in ${((Math.max(...arrivalsOf('a0-')) - alone.startedAt) / 1000).toFixed(1)} s (${aloneRate.toFixed(1)} executions/s)`);
 
     await pause();
+    const floodBusy = busySince();
     const floodA = await startFlood([{ key: a.key, prefix: 'a-' }], flood);
     const floodStart = floodA.startedAt;
     // Which of B's messages were sent while A's requests were still arriving (the API's share)
@@ -299,7 +316,7 @@ export async function run(args: string[]): Promise<void> {
     const floodSeconds = (Math.max(...arrivalsOf('a-')) - floodStart) / 1000;
     log(`  B during A's flood:      ${summary(floodLatencies)}`);
     const withBRate = rateOf('a-', floodStart);
-    log(`  A's flood: ${floodA.sent()} messages accepted, ${flood} greetings in ${floodSeconds.toFixed(1)} s (${withBRate.toFixed(1)} executions/s)`);
+    log(`  A's flood: ${floodA.sent()} messages accepted, ${flood} greetings in ${floodSeconds.toFixed(1)} s (${withBRate.toFixed(1)} executions/s), ${floodBusy()}`);
     log(`  A's rate with B active ${withBRate.toFixed(1)}/s against alone ${aloneRate.toFixed(1)}/s: ${((100 * withBRate) / aloneRate).toFixed(0)} % (goal: ≥ 70 %)`);
     const ratio = pct(floodLatencies, 99) / pct(idleLatencies, 99);
     log(`  B's p50 ${(pct(floodLatencies, 50) / pct(idleLatencies, 50)).toFixed(2)}x and p99 ${ratio.toFixed(2)}x idle (goal: p99 ≤ 2x)`);
@@ -321,6 +338,22 @@ export async function run(args: string[]): Promise<void> {
       log(`  3 floods at once, rates while all three ran (${((firstDone - three.startedAt) / 1000).toFixed(1)} s): ${rates.map((r, i) => `${'XYZ'[i]} ${r.toFixed(1)}/s`).join(', ')}; together ${(rates.reduce((x, y) => x + y, 0)).toFixed(1)}/s`);
       log(`  3 floods' spread: each within ±${(100 * spread).toFixed(0)} % of their mean, slowest/fastest ${(Math.min(...rates) / Math.max(...rates)).toFixed(2)} (goal: ±25 %)`);
       log(`  3 floods, whole runs: ${prefixes.map((p, i) => `${'XYZ'[i]} ${rateOf(p, three.startedAt).toFixed(1)}/s`).join(', ')}`);
+    }
+    for (const percent of paced) {
+      // A at a share of its rate alone: B's latency against the load the flood puts on the cores.
+      await pause();
+      const perSecond = (aloneRate * percent) / 100;
+      const prefix = `ap${percent}-`;
+      const pacedBusy = busySince();
+      const pacedFlood = await startFlood([{ key: a.key, prefix }], Math.max(1, Math.round(perSecond * pacedSeconds)), perSecond);
+      let pacedDone = false;
+      const latencies = [...(await runB(`paced${percent}`, () => !pacedDone && (pacedDone = pacedFlood.arrived()) === false)).values()];
+      const busy = pacedBusy();
+      await pacedFlood.done();
+      log(
+        `  paced ${percent} %: A ${rateOf(prefix, pacedFlood.startedAt).toFixed(1)}/s (${((100 * rateOf(prefix, pacedFlood.startedAt)) / aloneRate).toFixed(0)} % of alone), ` +
+          `${busy}; B ${summary(latencies)}; p99 ${(pct(latencies, 99) / pct(idleLatencies, 99)).toFixed(2)}x idle`,
+      );
     }
     // Where a slow start came from: the API's Temporal start (cut off at TEMPORAL_CALL_TIMEOUT_MS
     // under the flood) leaves the row to the worker's reconciler, seconds later.

@@ -295,6 +295,12 @@ export function heapProfile<T>(file: string | undefined, during: () => Promise<T
   );
 }
 
+/** Busy CPU time of the whole machine so far, in ms (Linux /proc/stat; every process, ours and others'). */
+export function machineBusyMs(): number {
+  const cpu = os.cpus();
+  return cpu.reduce((a, c) => a + c.times.user + c.times.nice + c.times.sys + c.times.irq, 0);
+}
+
 export function parseBenchArgs(args: string[], defaults: Record<string, number>): Record<string, number> {
   const out = { ...defaults };
   for (const arg of args) {

@@ -52,6 +52,7 @@ import {
   cpuProfile,
   formatStats,
   log,
+  machineBusyMs,
   machineLine,
   optionArg,
   percentile as pct,
@@ -69,12 +70,6 @@ async function until(what: string, check: () => Promise<boolean> | boolean, time
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
-}
-
-/** Busy CPU time of the whole machine so far, in ms (Linux /proc/stat; every process, ours and others'). */
-function machineBusyMs(): number {
-  const cpu = os.cpus();
-  return cpu.reduce((a, c) => a + c.times.user + c.times.nice + c.times.sys + c.times.irq, 0);
 }
 
 /** Samples this process's RSS every 50 ms until stopped; returns the peak in MiB. */

@@ -8,6 +8,11 @@
  * requests kept the event loop busy, and B's greetings were timed late by that loop, not by
  * the service.
  *
+ * FLOOD_RATE (optional, messages per second per organization) paces the flood: message i is
+ * sent no earlier than i / FLOOD_RATE seconds after the start, still with at most
+ * FLOOD_CONCURRENCY in flight. The bench's paced phases use it to measure B's latency
+ * against the share of the machine the flood takes.
+ *
  * It prints `ready` once loaded and warmed up, and sends nothing before SIGUSR2: loading it
  * through tsx, and its first requests, take about a second of CPU each, which, spent as
  * the flood began, was charged to B's first messages of the flood.
@@ -20,6 +25,7 @@ async function main(): Promise<void> {
   const concurrency = Number(process.env.FLOOD_CONCURRENCY);
   const keys = process.env.FLOOD_KEYS!.split(',');
   const prefixes = process.env.FLOOD_PREFIXES!.split(',');
+  const rate = Number(process.env.FLOOD_RATE ?? 0);
   let sent = 0;
   // The warm-up of the header comment: fetch's own loading and its connections.
   await pool(concurrency * keys.length, concurrency * keys.length, async () => void (await (await fetch(`${base}/healthz`)).arrayBuffer()));
@@ -30,9 +36,11 @@ async function main(): Promise<void> {
     process.once('SIGUSR2', () => (clearInterval(alive), go()));
     process.stdout.write('ready\n');
   });
+  const startedAt = performance.now();
   const flood = async (key: string, prefix: string) => {
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
     await pool(count, concurrency, async (i) => {
+      if (rate > 0) await new Promise((r) => setTimeout(r, Math.max(0, startedAt + (1000 * i) / rate - performance.now())));
       const post = () => fetch(`${base}/v1/messages`, { method: 'POST', headers, body: JSON.stringify({ channel: 'whatsapp', customer_id: `${prefix}${i}`, message: 'hi' }) });
       let res = await post();
       // As a provider would: a 503 (the service saturated) is retried a second later, a few times.
