@@ -82,7 +82,7 @@ async function until(condition: () => boolean, what: string, timeoutMs: number):
 }
 
 /**
- * Where B's latency went in a phase (`idle`, `flood`), from its runs' Temporal histories:
+ * Where B's latency went in a phase (`idle`, `flood`, `paced<percent>`), from its runs' Temporal histories:
  * commit → the run's start (the API's admission and its start call), the first workflow
  * task's wait in the queue and its run (the greeting's send is a local activity inside it).
  */
@@ -90,7 +90,7 @@ async function explainStages(
   address: string,
   orm: Awaited<ReturnType<typeof createOrm>>,
   suffix: string,
-  phase: 'idle' | 'flood',
+  phase: string,
   out: (line: string) => void,
 ): Promise<void> {
   const rows = await orm.em.fork().getConnection().execute<Array<{ id: string; started_at: Date }>>(
@@ -366,6 +366,7 @@ export async function run(args: string[]): Promise<void> {
     for (const r of starts) log(`  ${r.org}: ${r.n} executions, ${r.late} started more than 2 s after their commit, commit → Temporal start p99 ${r.p99_ms} ms`);
     await explainStages(temporal.address, orm, suffix, 'idle', log);
     await explainStages(temporal.address, orm, suffix, 'flood', log);
+    for (const percent of paced) await explainStages(temporal.address, orm, suffix, `paced${percent}`, log);
     const reduced = api.lines.filter((l) => l.includes(CAPACITY_REDUCED_MSG)).map((l) => (JSON.parse(l) as { calls_in_flight: number }).calls_in_flight);
     log(`  API: Temporal calls in flight below their most in ${reduced.length} of its 10 s reports${reduced.length ? ` (least ${Math.min(...reduced)})` : ''}`);
     const cutOff = api.lines.filter((l) => l.includes('cut off at its timeout')).length;
