@@ -2,7 +2,7 @@
  * `npm run bench -- fairness [--flood 3000] [--flood3 1000] [--flood-concurrency 20] [--idle 400] [--every 200] [--fairness off] [--paced 25,50,70,85] [--paced-seconds 60]`:
  * whether one organization's flood delays another organization's conversations, and
  * whether sharing the service slows the flood more than the other's share (docs/performance.md,
- * "Work-conserving fair sharing").
+ * section `fairness`).
  *
  * Organization B sends one message every `every` ms to a greeter workflow (one message
  * node); its latency is message sent → the greeting's arrival at the channel provider (a

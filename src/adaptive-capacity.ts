@@ -1,7 +1,7 @@
 /**
  * Owns `AdaptiveCapacity`: how many calls to one server (the API's background Temporal
  * calls, src/background-tasks.ts) may be in flight at once, found from the calls' own
- * latency instead of a fixed count (docs/performance.md, "Work-conserving fair sharing").
+ * latency instead of a fixed count (docs/performance.md, section `fairness`).
  *
  * Why latency: a server answers a few calls in flight about as fast as one; past the
  * point where it is busy, more calls in flight only wait in its queue (which serves in

@@ -15,7 +15,7 @@
  * TEMPORAL_CALL_TIMEOUT_MS, was cut off and fell to the reconciler, where another
  * organization's next conversation waited behind the flood for minutes; with a fixed share
  * per organization, a flood crawled while the machine sat half idle (docs/performance.md,
- * "Work-conserving fair sharing").
+ * section `fairness`).
  */
 import { AdaptiveCapacity } from './adaptive-capacity';
 import { AbandonedError, type Admission, FairLimiter, type QueueWatch } from './fair-limiter';

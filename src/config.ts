@@ -93,8 +93,8 @@ export const envSchema = z.object({
    * The API's background Temporal calls (execution starts, reply signals): at most this
    * many in flight per process, fewer while Temporal answers slower than twice its idle
    * latency (src/adaptive-capacity.ts); the waiting calls are served to the organizations
-   * fairly, the one with the fewest in flight first (docs/performance.md, "Work-conserving
-   * fair sharing"). BACKGROUND_CALLS_PER_ORGANIZATION, a fixed share, is refused (loadConfig).
+   * fairly, the one with the fewest in flight first (docs/performance.md, section
+   * `fairness`). BACKGROUND_CALLS_PER_ORGANIZATION, a fixed share, is refused (loadConfig).
    */
   BACKGROUND_CALLS_IN_FLIGHT: positiveInt.default(16),
   /**
@@ -117,7 +117,7 @@ export const envSchema = z.object({
    * the machine's CPU under it (at least 8; temporal/worker.ts `workerTuner`); and activity
    * slots reserved for eager dispatch per workflow task (3; 0 turns eager dispatch off).
    * Tasks beyond the slots wait in the Temporal server's task queue, where priority and
-   * fairness keys order them (docs/performance.md, "Fair sharing between organizations").
+   * fairness keys order them (docs/performance.md, section `fairness`).
    */
   WORKER_ACTIVITY_SLOTS: z.coerce.number().int().min(1).max(1000).optional(),
   WORKER_WORKFLOW_TASK_SLOTS: z.coerce.number().int().min(2).max(1000).optional(),
@@ -326,7 +326,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: { require
   const c = parsed.data;
   if (env.BACKGROUND_CALLS_PER_ORGANIZATION !== undefined) {
     throw new ConfigError(
-      'Invalid configuration:\n  BACKGROUND_CALLS_PER_ORGANIZATION: removed; an organization alone uses every slot of BACKGROUND_CALLS_IN_FLIGHT, and several share them fairly as Temporal\'s latency allows (docs/performance.md, "Work-conserving fair sharing"). Unset it.',
+      'Invalid configuration:\n  BACKGROUND_CALLS_PER_ORGANIZATION: removed; an organization alone uses every slot of BACKGROUND_CALLS_IN_FLIGHT, and several share them fairly as Temporal\'s latency allows (docs/performance.md, section `fairness`). Unset it.',
     );
   }
   if (c.WORKER_TARGET_CPU !== undefined && c.WORKER_WORKFLOW_TASK_SLOTS !== undefined) {

@@ -4,7 +4,7 @@
  * Temporal calls through it, under a capacity that adapts to the calls' latency
  * (src/background-tasks.ts, src/adaptive-capacity.ts), and its inbound messages, with a
  * share per organization while several are active (src/modules/inbound/inbound-state.ts;
- * docs/performance.md, "Work-conserving fair sharing").
+ * docs/performance.md, section `fairness`).
  */
 import type { AdaptiveCapacity } from './adaptive-capacity';
 

@@ -325,7 +325,7 @@ export const EXECUTION_START: StartKind<PendingExecution> = {
  * A batched stamp is a background task of its own (drained at shutdown like the start):
  * the start returns once Temporal has answered, so its slot among the API's Temporal calls
  * is not held for the batch's window (up to 200 ms) too, which made a slot start about 5
- * conversations a second (docs/performance.md, "Work-conserving fair sharing").
+ * conversations a second (docs/performance.md, section `fairness`).
  */
 export async function dispatchExecution(services: Services, pending: PendingExecution, opts: { batchStamp?: StartStamps } = {}): Promise<boolean> {
   const batch = opts.batchStamp;

@@ -152,7 +152,7 @@ export function claimOneSql(table: StartKind<unknown>['table'], unstarted: strin
  * older than `graceMs` (so it does not race the API's own attempt), up to `batch` rows,
  * taking the organizations in turn (round-robin, each one's oldest first): one
  * organization's backlog of unstarted rows (a flood whose starts were cut off) does not
- * hold up another's (docs/performance.md, "Fair sharing between organizations").
+ * hold up another's (docs/performance.md, section `fairness`).
  * Each row is claimed by a statement of its own (committed at once), then started with no
  * transaction open, then stamped: a slow or hung Temporal call holds up that row only, and
  * other processes' passes claim the rows after it meanwhile. A start that fails gives its
