@@ -223,7 +223,7 @@ export async function run(args: string[]): Promise<void> {
       return new Map(sent.flatMap(([c, at], i) => (refused.has(c) ? [] : [[i, arrivals.firstArrival.get(c)! - at] as [number, number]])));
     };
 
-    /** From now on: a function giving the machine's busy share since (every process, /proc/stat). */
+    /** Starts a measurement: what it returns tells the machine's busy share since (every process, /proc/stat). */
     const busySince = () => {
       const busy0 = machineBusyMs();
       const at = performance.now();
@@ -295,8 +295,9 @@ export async function run(args: string[]): Promise<void> {
     log(`  A alone: ${flood} greetings in ${((Math.max(...arrivalsOf('a0-')) - alone.startedAt) / 1000).toFixed(1)} s (${aloneRate.toFixed(1)} executions/s)`);
 
     await pause();
-    const floodBusy = busySince();
     const floodA = await startFlood([{ key: a.key, prefix: 'a-' }], flood);
+    // From the sender's go: its loading is not the flood's load.
+    const floodBusy = busySince();
     const floodStart = floodA.startedAt;
     // Which of B's messages were sent while A's requests were still arriving (the API's share)
     // and which after (the runs' share).
@@ -344,14 +345,15 @@ export async function run(args: string[]): Promise<void> {
       await pause();
       const perSecond = (aloneRate * percent) / 100;
       const prefix = `ap${percent}-`;
-      const pacedBusy = busySince();
       const pacedFlood = await startFlood([{ key: a.key, prefix }], Math.max(1, Math.round(perSecond * pacedSeconds)), perSecond);
+      const pacedBusy = busySince();
       let pacedDone = false;
       const latencies = [...(await runB(`paced${percent}`, () => !pacedDone && (pacedDone = pacedFlood.arrived()) === false)).values()];
       const busy = pacedBusy();
       await pacedFlood.done();
+      const pacedRate = rateOf(prefix, pacedFlood.startedAt);
       log(
-        `  paced ${percent} %: A ${rateOf(prefix, pacedFlood.startedAt).toFixed(1)}/s (${((100 * rateOf(prefix, pacedFlood.startedAt)) / aloneRate).toFixed(0)} % of alone), ` +
+        `  paced ${percent} %: A ${pacedRate.toFixed(1)}/s (${((100 * pacedRate) / aloneRate).toFixed(0)} % of alone), ` +
           `${busy}; B ${summary(latencies)}; p99 ${(pct(latencies, 99) / pct(idleLatencies, 99)).toFixed(2)}x idle`,
       );
     }
