@@ -55,7 +55,7 @@ export const configDocs: Record<string, VariableDoc> = {
   WORKER_WORKFLOW_TASK_SLOTS: { description: 'workflow tasks the worker runs at once (a fixed count)', default: "unset (the SDK's 40)" },
   WORKER_TARGET_CPU: {
     description:
-      "instead of a fixed count, the machine's CPU use (0–1, e.g. `0.8`) below which the worker takes more workflow tasks at once (8 at least): on a saturated machine it holds few, so another organization's conversation waits less behind a flood, at some cost to one organization's throughput on a saturated machine ([performance.md](performance.md#fairness)); not with `WORKER_WORKFLOW_TASK_SLOTS`",
+      "instead of a fixed count, the machine's CPU use (0–1, e.g. `0.8`) below which the worker takes more workflow tasks at once (8 at least): on a saturated machine it holds few, so another organization's conversation waits less behind a flood, at some cost to one organization's throughput ([performance.md](performance.md#fairness)); not with `WORKER_WORKFLOW_TASK_SLOTS`",
     default: 'unset (a fixed count)',
   },
   WORKER_EAGER_ACTIVITY_SLOTS: {

@@ -193,7 +193,7 @@ export const BACKLOG_HELD = 2;
  * work of the unhurried ones (Temporal priority 3) overtakes the key's own earlier work
  * still queued at priority 4: a closed loop of 20 conversations of one organization, with 10
  * workflow-task slots, had message → success p50 0.4 s and p99 3.3 s, against 1.1 s and
- * 1.6 s without the priority (docs/performance.md, "Fair sharing").
+ * 1.6 s without the priority (docs/performance.md, section `fairness`).
  */
 export const BACKLOG_HOLD_MS = 10_000;
 

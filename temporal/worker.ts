@@ -60,9 +60,9 @@ const DEFAULT_ACTIVITY_SLOTS = 100;
  * they take turns on one event loop, and a task that Temporal's priority put first still
  * waits behind the other 39; with the CPU below the target, slots are added as tasks come,
  * so a worker whose tasks wait on I/O (a slow provider's send, a local activity that holds
- * its task's slot) is not capped by a count. Why not the default: on 2 cores it halved
- * another organization's p99 behind a flood, but a saturated closed loop of one
- * organization ran about 8 % slower (docs/performance.md, "Fair sharing").
+ * its task's slot) is not capped by a count. Why not the default: on 2 cores it cut another
+ * organization's p99 behind a flood from 11.3x to 7.8x idle, but a saturated closed loop of
+ * one organization ran about 8 % slower (docs/performance.md, section `fairness`).
  */
 export function workerTuner(slots: WorkerSlots = {}): TunerHolder {
   const fixed = (numSlots: number) => ({ type: 'fixed-size' as const, numSlots });
